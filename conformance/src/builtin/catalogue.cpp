@@ -1,0 +1,128 @@
+#include "sgdc/conformance/builtin/catalogue.hpp"
+
+#include <stdexcept>
+
+#include "sgdc/conformance/builtin/float32_step.hpp"
+
+namespace sgdc::builtin {
+
+namespace {
+
+Entry variant(std::string name, std::string description, Recipe recipe, bool sharded = false) {
+  return {std::move(name), Kind::variant, std::move(description), recipe, sharded};
+}
+
+Entry mutant(std::string name, Bug bug, std::string description) {
+  Recipe recipe;
+  recipe.order = Order::sequential;
+  recipe.bug = bug;
+  return {std::move(name), Kind::mutant, std::move(description), recipe, false};
+}
+
+std::vector<Entry> make_catalogue() {
+  std::vector<Entry> c;
+  c.push_back({"float32", Kind::reference,
+               "Eigen float32: x W + b - y, mean of squares, x^T r scaled by 2/(N K)", Recipe{},
+               false});
+  c.push_back(variant("sequential", "float32 loops, every sum left to right",
+                      Recipe{.order = Order::sequential}));
+  c.push_back(variant("reversed", "float32 loops, every sum right to left",
+                      Recipe{.order = Order::reversed}));
+  c.push_back(variant("pairwise", "float32 loops, pairwise sums (numpy's order)",
+                      Recipe{.order = Order::pairwise}));
+  c.push_back(variant("sharded",
+                      "rows split over num_shards uneven parts, per-shard sums reduced pairwise "
+                      "(an all-reduce), one scale at the end",
+                      Recipe{.order = Order::sharded}, true));
+  c.push_back(variant("float64", "every intermediate in double, each output rounded once",
+                      Recipe{.order = Order::sequential, .wide = true}));
+  c.push_back(variant("fma-update", "update p' = fma(-lr, g, p) with one rounding",
+                      Recipe{.order = Order::sequential, .fma_update = true}));
+  c.push_back(variant("scale-first",
+                      "2/(N K) applied to each residual before the reductions, as autodiff "
+                      "of mean() does",
+                      Recipe{.order = Order::pairwise, .scale_first = true}));
+  c.push_back(mutant("post-update-loss", Bug::post_update_loss,
+                     "returns the loss re-evaluated after the update (logging the loss after "
+                     "optimizer.step())"));
+  c.push_back(mutant("mean-over-batch", Bug::mean_over_batch,
+                     "divides by N, not N*K (a per-example sum of squares averaged over the "
+                     "batch, as reduction='sum' then /batch_size does)"));
+  c.push_back(mutant("grad-times-shards", Bug::grad_times_shards,
+                     "all-reduce SUM of gradients that each shard already averaged over the "
+                     "full batch (psum where pmean belongs)"));
+  c.push_back(mutant("drop-remainder-rows", Bug::drop_remainder_rows,
+                     "uses only floor(N/S)*S rows (a sampler with drop_last, or N // S rows "
+                     "per shard)"));
+  c.push_back(mutant("mean-of-shard-means", Bug::mean_of_shard_means,
+                     "averages per-shard means, which weights rows of small shards more "
+                     "when N % S != 0"));
+  c.push_back(mutant("half-precision-grad", Bug::half_precision_grad,
+                     "gradients kept in float16 (a mixed-precision cast left in place)"));
+  c.push_back(mutant("reshape-not-transpose", Bug::reshape_not_transpose,
+                     "x.reshape(D, N) where x.T belongs (same shape, wrong elements)"));
+  c.push_back(mutant("wrong-sign", Bug::wrong_sign, "p + lr*g (gradient ascent)"));
+  c.push_back(mutant("missing-factor-two", Bug::missing_factor_two,
+                     "gradient of r^2 taken as r (a hand-written derivative that drops the 2)"));
+  c.push_back(mutant("bias-not-updated", Bug::bias_not_updated,
+                     "bias left out of the optimizer's parameter list"));
+  c.push_back(mutant("lr-twice", Bug::lr_twice,
+                     "learning rate applied by both a scaling transform and the update"));
+  c.push_back(mutant("step-not-advanced", Bug::step_not_advanced,
+                     "step counter returned unchanged (state not threaded back)"));
+  c.push_back(mutant("nondeterministic", Bug::nondeterministic,
+                     "reduction order varies from call to call (atomics or thread races)"));
+  c.push_back(mutant("skip-tiny-updates", Bug::skip_tiny_updates,
+                     "skips updates smaller than 1e-6 of the parameter (an 'optimisation' or "
+                     "an epsilon test)"));
+  c.push_back(mutant("unbiased-mean", Bug::unbiased_mean,
+                     "divides by N*K - 1 (an unbiased-variance habit)"));
+  return c;
+}
+
+class Builtin final : public Implementation {
+ public:
+  explicit Builtin(const Entry& entry) : entry_(entry) {
+    declaration_.name = "builtin:" + entry.name;
+    declaration_.version = SGDC_VERSION;
+    declaration_.capabilities.grads = true;
+    declaration_.capabilities.step_counter = true;
+    declaration_.capabilities.sharded = entry.sharded;
+  }
+  const Declaration& declaration() const override { return declaration_; }
+  StepOutcome step(const Case& c) override { return {float32_step(c, entry_.recipe), {}}; }
+
+ private:
+  const Entry& entry_;
+  Declaration declaration_;
+};
+
+}  // namespace
+
+const std::vector<Entry>& catalogue() {
+  static const std::vector<Entry> entries = make_catalogue();
+  return entries;
+}
+
+const Entry& find(std::string_view name) {
+  for (const Entry& e : catalogue()) {
+    if (e.name == name) return e;
+  }
+  std::string known;
+  for (const Entry& e : catalogue()) known += (known.empty() ? "" : ", ") + e.name;
+  throw std::invalid_argument("no built-in implementation named \"" + std::string(name) +
+                              "\"; known: " + known);
+}
+
+std::unique_ptr<Implementation> make(const Entry& entry) { return std::make_unique<Builtin>(entry); }
+
+const char* to_string(Kind kind) {
+  switch (kind) {
+    case Kind::reference: return "reference";
+    case Kind::variant: return "variant";
+    case Kind::mutant: return "mutant";
+  }
+  return "?";
+}
+
+}  // namespace sgdc::builtin

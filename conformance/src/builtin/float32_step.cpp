@@ -1,0 +1,270 @@
+#include "sgdc/conformance/builtin/float32_step.hpp"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <mutex>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace sgdc::builtin {
+
+namespace {
+
+// Row ranges [begin, end) of an even split of `rows` into `parts`, as numpy's
+// array_split makes them (the first rows % parts parts get one row more); empty
+// parts are left out.
+std::vector<std::pair<int, int>> split_rows(int rows, int parts) {
+  std::vector<std::pair<int, int>> out;
+  int begin = 0;
+  for (int p = 0; p < parts; ++p) {
+    const int size = rows / parts + (p < rows % parts ? 1 : 0);
+    if (size > 0) out.emplace_back(begin, begin + size);
+    begin += size;
+  }
+  return out;
+}
+
+template <class T>
+T add_pairwise(const T* t, std::size_t m) {
+  if (m == 0) return T(0);
+  if (m == 1) return t[0];
+  const std::size_t half = m / 2;
+  return add_pairwise(t, half) + add_pairwise(t + half, m - half);
+}
+
+bool coin_flip() {
+  static std::mutex mutex;
+  static std::mt19937 rng{std::random_device{}()};
+  const std::lock_guard lock(mutex);
+  return (rng() & 1u) != 0;
+}
+
+template <class T>
+T add(const std::vector<T>& t, Order order, Bug bug) {
+  if (bug == Bug::nondeterministic) order = coin_flip() ? Order::reversed : Order::sequential;
+  T s(0);
+  switch (order) {
+    case Order::reversed:
+      for (std::size_t i = t.size(); i-- > 0;) s += t[i];
+      return s;
+    case Order::pairwise:
+      return add_pairwise(t.data(), t.size());
+    default:
+      for (const T& v : t) s += v;
+      return s;
+  }
+}
+
+template <class T>
+struct Sums {
+  T loss{0};
+  std::vector<T> grad_kernel, grad_bias;
+};
+
+template <class T>
+class LoopStep {
+ public:
+  LoopStep(const Case& c, const Recipe& recipe) : c_(c), recipe_(recipe) {}
+
+  StepResult run() {
+    const int n = c_.n, k = c_.k;
+    int rows = n;
+    if (recipe_.bug == Bug::drop_remainder_rows) rows = (n / c_.num_shards) * c_.num_shards;
+    const std::vector<T> r = residuals(c_.kernel, c_.bias, rows);
+
+    const bool split = recipe_.order == Order::sharded || recipe_.bug == Bug::mean_of_shard_means;
+    const auto parts = split_rows(rows, split ? c_.num_shards : 1);
+    Sums<T> total;
+    if (recipe_.bug == Bug::mean_of_shard_means) {
+      std::vector<Sums<T>> means;
+      for (auto [b, e] : parts) means.push_back(scaled(partial(r, rows, b, e), count(e - b)));
+      total = combine(means);
+      const T shards = T(static_cast<int>(means.size()));
+      total.loss /= shards;
+      for (T& g : total.grad_kernel) g /= shards;
+      for (T& g : total.grad_bias) g /= shards;
+    } else {
+      std::vector<Sums<T>> sums;
+      for (auto [b, e] : parts) sums.push_back(partial(r, rows, b, e));
+      total = recipe_.scale_first ? combine(sums) : scaled(combine(sums), count(rows));
+    }
+    if (recipe_.bug == Bug::grad_times_shards) {
+      for (T& g : total.grad_kernel) g *= T(c_.num_shards);
+      for (T& g : total.grad_bias) g *= T(c_.num_shards);
+    }
+    if (recipe_.bug == Bug::half_precision_grad) {
+      for (T& g : total.grad_kernel) g = T(static_cast<float>(static_cast<_Float16>(g)));
+      for (T& g : total.grad_bias) g = T(static_cast<float>(static_cast<_Float16>(g)));
+    }
+
+    StepResult out;
+    out.kernel = update(c_.kernel, total.grad_kernel, false);
+    out.bias = update(c_.bias, total.grad_bias, recipe_.bug == Bug::bias_not_updated);
+    out.loss = static_cast<float>(total.loss);
+    if (recipe_.bug == Bug::post_update_loss) {
+      const std::vector<T> after = residuals(out.kernel, out.bias, rows);
+      out.loss = static_cast<float>(scaled(partial(after, rows, 0, rows), count(rows)).loss);
+    }
+    out.grad_kernel = to_float(total.grad_kernel);
+    out.grad_bias = to_float(total.grad_bias);
+    out.step = recipe_.bug == Bug::step_not_advanced ? c_.step : c_.step + 1;
+    return out;
+  }
+
+ private:
+  T count(int rows) const {
+    const int elements = rows * c_.k;
+    if (recipe_.bug == Bug::mean_over_batch) return T(rows);
+    if (recipe_.bug == Bug::unbiased_mean) return T(elements - 1);
+    return T(elements);
+  }
+  T two() const { return recipe_.bug == Bug::missing_factor_two ? T(1) : T(2); }
+
+  std::vector<T> residuals(const std::vector<float>& w, const std::vector<float>& b,
+                           int rows) const {
+    const int d = c_.d, k = c_.k;
+    std::vector<T> r(static_cast<std::size_t>(rows) * k), terms(static_cast<std::size_t>(d) + 2);
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < k; ++j) {
+        for (int l = 0; l < d; ++l) terms[l] = T(c_.x[i * d + l]) * T(w[l * k + j]);
+        terms[d] = T(b[j]);
+        terms[d + 1] = -T(c_.y[i * k + j]);
+        r[i * k + j] = add(terms, recipe_.order, recipe_.bug);
+      }
+    }
+    return r;
+  }
+
+  // x_nd as the gradient reads it; the reshape bug reads x.reshape(D, N)[d][n].
+  T x_for_grad(int i, int l, int rows) const {
+    if (recipe_.bug == Bug::reshape_not_transpose) return T(c_.x[l * rows + i]);
+    return T(c_.x[i * c_.d + l]);
+  }
+
+  // Unscaled sums over rows [b, e), or scaled term by term with scale_first.
+  Sums<T> partial(const std::vector<T>& r, int rows, int b, int e) const {
+    const int d = c_.d, k = c_.k;
+    const T inv = T(1) / count(rows);
+    const T scale = two() * inv;
+    Sums<T> s;
+    std::vector<T> terms;
+    for (int i = b; i < e; ++i) {
+      for (int j = 0; j < k; ++j) {
+        const T v = r[i * k + j];
+        terms.push_back(recipe_.scale_first ? v * v * inv : v * v);
+      }
+    }
+    s.loss = add(terms, recipe_.order, recipe_.bug);
+    auto g_term = [&](int i, int j) {
+      const T v = r[i * k + j];
+      return recipe_.scale_first ? v * scale : two() * v;
+    };
+    for (int l = 0; l < d; ++l) {
+      for (int j = 0; j < k; ++j) {
+        terms.clear();
+        for (int i = b; i < e; ++i) terms.push_back(x_for_grad(i, l, rows) * g_term(i, j));
+        s.grad_kernel.push_back(add(terms, recipe_.order, recipe_.bug));
+      }
+    }
+    for (int j = 0; j < k; ++j) {
+      terms.clear();
+      for (int i = b; i < e; ++i) terms.push_back(g_term(i, j));
+      s.grad_bias.push_back(add(terms, recipe_.order, recipe_.bug));
+    }
+    return s;
+  }
+
+  // Multiplies unscaled sums by 1/count (loss) and 1/count (gradients, whose terms
+  // already carry the 2).
+  Sums<T> scaled(Sums<T> s, T elements) const {
+    const T inv = T(1) / elements;
+    s.loss *= inv;
+    for (T& g : s.grad_kernel) g *= inv;
+    for (T& g : s.grad_bias) g *= inv;
+    return s;
+  }
+
+  // Reduces per-shard sums pairwise across shards.
+  Sums<T> combine(const std::vector<Sums<T>>& parts) const {
+    if (parts.size() == 1) return parts[0];
+    Sums<T> out;
+    std::vector<T> terms(parts.size());
+    auto across = [&](auto get) {
+      for (std::size_t p = 0; p < parts.size(); ++p) terms[p] = get(parts[p]);
+      return add_pairwise(terms.data(), terms.size());
+    };
+    out.loss = across([](const Sums<T>& s) { return s.loss; });
+    for (std::size_t e = 0; e < parts[0].grad_kernel.size(); ++e)
+      out.grad_kernel.push_back(across([e](const Sums<T>& s) { return s.grad_kernel[e]; }));
+    for (std::size_t e = 0; e < parts[0].grad_bias.size(); ++e)
+      out.grad_bias.push_back(across([e](const Sums<T>& s) { return s.grad_bias[e]; }));
+    return out;
+  }
+
+  std::vector<float> update(const std::vector<float>& p, const std::vector<T>& g,
+                            bool frozen) const {
+    const T lr = T(c_.lr);
+    std::vector<float> out(p.size());
+    for (std::size_t e = 0; e < p.size(); ++e) {
+      const T old = T(p[e]);
+      T step = lr * g[e];
+      if (recipe_.bug == Bug::lr_twice) step = lr * step;
+      T next;
+      if (frozen || (recipe_.bug == Bug::skip_tiny_updates && std::abs(step) < T(1e-6) * std::abs(old))) {
+        next = old;
+      } else if (recipe_.bug == Bug::wrong_sign) {
+        next = old + step;
+      } else if (recipe_.fma_update) {
+        next = std::fma(-lr, g[e], old);
+      } else {
+        next = old - step;
+      }
+      out[e] = static_cast<float>(next);
+    }
+    return out;
+  }
+
+  static std::vector<float> to_float(const std::vector<T>& v) {
+    return std::vector<float>(v.begin(), v.end());
+  }
+
+  const Case& c_;
+  const Recipe& recipe_;
+};
+
+StepResult eigen_step(const Case& c) {
+  using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Row = Eigen::Matrix<float, 1, Eigen::Dynamic>;
+  const Eigen::Map<const Mat> w(c.kernel.data(), c.d, c.k), x(c.x.data(), c.n, c.d),
+      y(c.y.data(), c.n, c.k);
+  const Eigen::Map<const Row> b(c.bias.data(), c.k);
+  Mat r = x * w - y;
+  r.rowwise() += b;
+  const float count = static_cast<float>(c.n * c.k);
+  const float scale = 2.0f / count;
+  const Mat gw = (x.transpose() * r) * scale;
+  const Row gb = r.colwise().sum() * scale;
+  const Mat w_new = w - c.lr * gw;
+  const Row b_new = b - c.lr * gb;
+
+  StepResult out;
+  out.loss = r.squaredNorm() / count;
+  out.kernel.assign(w_new.data(), w_new.data() + w_new.size());
+  out.bias.assign(b_new.data(), b_new.data() + b_new.size());
+  out.grad_kernel.emplace(gw.data(), gw.data() + gw.size());
+  out.grad_bias.emplace(gb.data(), gb.data() + gb.size());
+  out.step = c.step + 1;
+  return out;
+}
+
+}  // namespace
+
+StepResult float32_step(const Case& c, const Recipe& recipe) {
+  c.validate();
+  if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) return eigen_step(c);
+  if (recipe.wide) return LoopStep<double>(c, recipe).run();
+  return LoopStep<float>(c, recipe).run();
+}
+
+}  // namespace sgdc::builtin

@@ -1,0 +1,1 @@
+#include "sgdc/properties/implementation.hpp"

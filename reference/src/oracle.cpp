@@ -1,0 +1,152 @@
+#include "sgdc/reference/oracle.hpp"
+
+#include <cmath>
+
+#include "sgdc/reference/error_bound.hpp"
+#include "sgdc/reference/exact_step.hpp"
+
+namespace sgdc {
+
+const char* to_string(Output o) {
+  switch (o) {
+    case Output::loss: return "loss";
+    case Output::kernel: return "kernel";
+    case Output::bias: return "bias";
+    case Output::grad_kernel: return "grad_kernel";
+    case Output::grad_bias: return "grad_bias";
+  }
+  return "?";
+}
+
+const std::vector<Expected>& Expectation::of(Output o) const {
+  switch (o) {
+    case Output::loss: return loss;
+    case Output::kernel: return kernel;
+    case Output::bias: return bias;
+    case Output::grad_kernel: return grad_kernel;
+    case Output::grad_bias: return grad_bias;
+  }
+  return loss;
+}
+
+namespace {
+// Which outputs depend on a non-finite input: r_nk on row n of x, column k of W, b_k
+// and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr.
+struct Poison {
+  std::vector<char> residual, grad_kernel, grad_bias, kernel, bias;
+  bool loss = false;
+  bool any = false;
+};
+
+bool bad(float v) { return !std::isfinite(v); }
+
+Poison find_poison(const Case& c) {
+  const int n = c.n, d = c.d, k = c.k;
+  Poison p;
+  p.residual.assign(static_cast<std::size_t>(n) * k, 0);
+  for (int i = 0; i < n; ++i) {
+    bool row = false;
+    for (int l = 0; l < d; ++l) row = row || bad(c.x[i * d + l]);
+    for (int j = 0; j < k; ++j) {
+      bool v = row || bad(c.bias[j]) || bad(c.y[i * k + j]);
+      for (int l = 0; l < d; ++l) v = v || bad(c.kernel[l * k + j]);
+      p.residual[i * k + j] = v;
+      p.loss = p.loss || v;
+    }
+  }
+  const bool lr = bad(c.lr);
+  p.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0);
+  p.kernel.assign(p.grad_kernel.size(), 0);
+  p.grad_bias.assign(static_cast<std::size_t>(k), 0);
+  p.bias.assign(p.grad_bias.size(), 0);
+  for (int j = 0; j < k; ++j) {
+    bool column = false;
+    for (int i = 0; i < n; ++i) column = column || p.residual[i * k + j];
+    p.grad_bias[j] = column;
+    p.bias[j] = column || lr || bad(c.bias[j]);
+    for (int l = 0; l < d; ++l) {
+      bool g = column;
+      for (int i = 0; i < n; ++i) g = g || bad(c.x[i * d + l]);
+      const int e = l * k + j;
+      p.grad_kernel[e] = g;
+      p.kernel[e] = g || lr || bad(c.kernel[e]);
+    }
+  }
+  p.any = p.loss || lr;
+  return p;
+}
+
+void zero_nonfinite(std::vector<float>& v) {
+  for (float& f : v) {
+    if (bad(f)) f = 0.0f;
+  }
+}
+
+template <class M>
+std::vector<double> magnitudes(const M& m) {
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out.push_back(std::abs(round_to_double(m(i, j))));
+  }
+  return out;
+}
+
+template <class M>
+std::vector<Expected> expected_of(const M& m, const std::vector<ElementBound>& bounds,
+                                  const std::vector<char>& poison) {
+  std::vector<Expected> out;
+  out.reserve(bounds.size());
+  std::size_t e = 0;
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j, ++e) {
+      Expected x;
+      x.rounded = round_to_float32(m(i, j));
+      x.value = round_to_double(m(i, j));
+      x.bound = bounds[e].bound;
+      x.may_overflow = bounds[e].may_overflow;
+      x.must_be_nonfinite = poison[e] != 0;
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Expectation expect(const Case& c, const ErrorModel& model) {
+  c.validate();
+  const Poison poison = find_poison(c);
+  Case finite = c;
+  if (poison.any) {
+    // Outputs that do not depend on the non-finite inputs are computed with those inputs
+    // set to zero, which leaves them unchanged.
+    for (auto* v : {&finite.kernel, &finite.bias, &finite.x, &finite.y}) zero_nonfinite(*v);
+    if (bad(finite.lr)) finite.lr = 0.0f;
+  }
+  const StepValues<Rational> exact = evaluate_step<Rational>(finite);
+
+  ExactMagnitudes mag;
+  mag.residual = magnitudes(exact.residual);
+  mag.grad_kernel = magnitudes(exact.grad_kernel);
+  mag.grad_bias = magnitudes(exact.grad_bias);
+  mag.kernel = magnitudes(exact.kernel);
+  mag.bias = magnitudes(exact.bias);
+  mag.loss = round_to_double(exact.loss);
+  const StepBounds bounds = error_bounds(finite, mag, model);
+
+  Expectation out;
+  Matrix<Rational> loss(1, 1);
+  loss(0, 0) = exact.loss;
+  out.loss = expected_of(loss, {bounds.loss}, {static_cast<char>(poison.loss)});
+  out.kernel = expected_of(exact.kernel, bounds.kernel, poison.kernel);
+  out.bias = expected_of(exact.bias, bounds.bias, poison.bias);
+  out.grad_kernel = expected_of(exact.grad_kernel, bounds.grad_kernel, poison.grad_kernel);
+  out.grad_bias = expected_of(exact.grad_bias, bounds.grad_bias, poison.grad_bias);
+  out.kernel_from_grad = bounds.kernel_from_grad;
+  out.bias_from_grad = bounds.bias_from_grad;
+  out.step = c.step + 1;
+  out.u = model.u;
+  return out;
+}
+
+}  // namespace sgdc

@@ -1,0 +1,138 @@
+// Soundness and tightness of the derived bound: correct float32 evaluation strategies
+// land inside it on every case, and not absurdly far inside.
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sgdc/conformance/builtin/catalogue.hpp"
+#include "sgdc/properties/generators.hpp"
+#include "sgdc/reference/check.hpp"
+#include "sgdc/reference/oracle.hpp"
+
+namespace sgdc {
+namespace {
+
+constexpr int kCasesPerProfile = 10000;
+
+std::vector<Case> sample(const rc::Gen<Case>& gen, int count, std::uint64_t seed) {
+  std::vector<Case> out;
+  rc::Random random(seed);
+  for (int i = 0; i < count; ++i) {
+    rc::Random r = random.split();
+    out.push_back(gen(r, i % 101).value());
+  }
+  return out;
+}
+
+struct Ratios {
+  std::vector<double> per_case;  // largest error/bound over the output's elements
+  void add(double r) { per_case.push_back(r); }
+  double median() {
+    std::nth_element(per_case.begin(), per_case.begin() + per_case.size() / 2, per_case.end());
+    return per_case[per_case.size() / 2];
+  }
+  double max() const { return *std::max_element(per_case.begin(), per_case.end()); }
+};
+
+std::vector<const builtin::Entry*> correct_strategies() {
+  std::vector<const builtin::Entry*> out;
+  for (const auto& e : builtin::catalogue())
+    if (e.kind != builtin::Kind::mutant) out.push_back(&e);
+  return out;
+}
+
+// Checks every output of `r` against `e`; returns the worst ratio per output.
+void judge(const StepResult& r, const Expectation& e, const std::string& who, const Case& c,
+           std::map<std::string, Ratios>& ratios) {
+  auto one = [&](Output o, const std::vector<float>& actual) {
+    const auto& exp = e.of(o);
+    ASSERT_EQ(actual.size(), exp.size());
+    double worst = 0.0;
+    for (std::size_t i = 0; i < actual.size(); ++i) {
+      const ElementCheck chk = check_element(actual[i], exp[i]);
+      if (!chk.ok) {
+        std::ostringstream os;
+        showValue(c, os);
+        ADD_FAILURE() << who << " " << to_string(o) << "[" << i << "]: " << chk.why
+                      << " error=" << chk.error << " bound=" << exp[i].bound
+                      << " ulps=" << chk.ulps << "\ncase: " << os.str();
+      }
+      if (std::isfinite(chk.ratio)) worst = std::max(worst, chk.ratio);
+    }
+    ratios[who + " " + to_string(o)].add(worst);
+  };
+  one(Output::loss, {r.loss});
+  one(Output::kernel, r.kernel);
+  one(Output::bias, r.bias);
+  one(Output::grad_kernel, *r.grad_kernel);
+  one(Output::grad_bias, *r.grad_bias);
+}
+
+void soundness(const CaseProfile& profile, std::uint64_t seed, const char* label) {
+  const auto strategies = correct_strategies();
+  std::vector<std::unique_ptr<Implementation>> impls;
+  for (const auto* s : strategies) impls.push_back(builtin::make(*s));
+  std::map<std::string, Ratios> ratios;
+  for (const Case& c : sample(cases(profile), kCasesPerProfile, seed)) {
+    const Expectation e = expect(c);
+    for (auto& impl : impls) {
+      judge(*impl->step(c).result, e, impl->declaration().name, c, ratios);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  std::printf("tightness (%s, %d cases): worst error/bound per case, median and max\n", label,
+              kCasesPerProfile);
+  for (auto& [name, r] : ratios)
+    std::printf("  %-34s median %.3g  max %.3g\n", name.c_str(), r.median(), r.max());
+}
+
+TEST(ErrorBound, SoundOnUnitNormalInputs) {
+  soundness({.spread = Spread::unit, .max_dim = 10}, 1, "unit normal");
+}
+TEST(ErrorBound, SoundOnWideMagnitudes) {
+  soundness({.spread = Spread::wide, .max_dim = 10}, 2, "magnitudes 1e-3..1e3");
+}
+TEST(ErrorBound, SoundOnExtremeMagnitudes) {
+  soundness({.spread = Spread::extreme, .max_dim = 10}, 3, "magnitudes 2^-60..2^60");
+}
+TEST(ErrorBound, SoundUnderCancellation) {
+  soundness({.spread = Spread::unit, .max_dim = 10, .cancellation = true}, 4, "cancellation");
+}
+
+// Real flush-to-zero arithmetic (MXCSR FTZ and DAZ) on subnormal-heavy inputs: accepted
+// under the declared ftz policy.
+TEST(ErrorBound, FlushToZeroWithinFtzBound) {
+  const unsigned saved = _mm_getcsr();
+  std::vector<Case> subnormal_cases = sample(cases({.spread = Spread::unit, .max_dim = 6}), 2000, 5);
+  for (Case& c : subnormal_cases) {
+    // Subnormal parameters and targets, tiny x: DAZ reads the parameters as zero.
+    for (float& v : c.x) v *= 0x1p-10f;
+    for (float& v : c.kernel) v *= 0x1p-130f;
+    for (float& v : c.y) v *= 0x1p-135f;
+    for (float& v : c.bias) v *= 0x1p-130f;
+  }
+  const auto impl = builtin::make(builtin::find("sequential"));
+  std::map<std::string, Ratios> ratios;
+  int ieee_rejections = 0;
+  for (const Case& c : subnormal_cases) {
+    _mm_setcsr(saved | 0x8040);  // FTZ (bit 15) and DAZ (bit 6)
+    const StepResult r = *impl->step(c).result;
+    _mm_setcsr(saved);
+    judge(r, expect(c, {.subnormals = Subnormals::flush_to_zero}), "ftz", c, ratios);
+    if (::testing::Test::HasFailure()) return;
+    const Expectation ieee = expect(c);
+    for (std::size_t i = 0; i < r.kernel.size(); ++i)
+      if (!check_element(r.kernel[i], ieee.kernel[i]).ok) ++ieee_rejections;
+  }
+  // The ieee bound leaves no room for flushing: the same results must not all pass it.
+  EXPECT_GT(ieee_rejections, 0);
+}
+
+}  // namespace
+}  // namespace sgdc
