@@ -39,9 +39,12 @@ float draw_lr(Rng& rng, LrRegime regime) {
     regime = choices[std::uniform_int_distribution<int>(0, 3)(rng)];
   }
   switch (regime) {
-    case LrRegime::large: return static_cast<float>(std::pow(10.0, uniform(rng, 0.0, 2.0)));
-    case LrRegime::tiny: return static_cast<float>(std::pow(10.0, uniform(rng, -9.0, -6.0)));
-    default: return static_cast<float>(std::pow(10.0, uniform(rng, -4.0, 0.0)));
+    case LrRegime::large:
+      return static_cast<float>(std::pow(10.0, uniform(rng, 0.0, 2.0)));
+    case LrRegime::tiny:
+      return static_cast<float>(std::pow(10.0, uniform(rng, -9.0, -6.0)));
+    default:
+      return static_cast<float>(std::pow(10.0, uniform(rng, -4.0, 0.0)));
   }
 }
 
@@ -142,12 +145,27 @@ rc::Seq<Case> shrink_case(const Case& c);
 
 rc::Seq<Case> structural(const Case& c) {
   std::vector<Case> out;
-  if (c.num_shards > 1) out.push_back([&] { Case s = c; s.num_shards = 1; return s; }());
+  if (c.num_shards > 1)
+    out.push_back([&] {
+      Case s = c;
+      s.num_shards = 1;
+      return s;
+    }());
   for (int i = c.n - 1; i >= 0 && c.n > 1; --i) out.push_back(drop_row(c, i));
   for (int l = c.d - 1; l >= 0 && c.d > 1; --l) out.push_back(drop_input(c, l));
   for (int j = c.k - 1; j >= 0 && c.k > 1; --j) out.push_back(drop_output(c, j));
-  if (c.num_shards > 2) out.push_back([&] { Case s = c; --s.num_shards; return s; }());
-  if (c.step != 0) out.push_back([&] { Case s = c; s.step = 0; return s; }());
+  if (c.num_shards > 2)
+    out.push_back([&] {
+      Case s = c;
+      --s.num_shards;
+      return s;
+    }());
+  if (c.step != 0)
+    out.push_back([&] {
+      Case s = c;
+      s.step = 0;
+      return s;
+    }());
   return rc::seq::fromContainer(std::move(out));
 }
 
@@ -168,7 +186,10 @@ rc::Seq<Case> numeric(const Case& c) {
         for (float s : simpler(v)) {
           Case t = base;
           std::vector<float>* tt[] = {&t.kernel, &t.bias, &t.x, &t.y};
-          if (a == 4) t.lr = s; else (*tt[a])[e] = s;
+          if (a == 4)
+            t.lr = s;
+          else
+            (*tt[a])[e] = s;
           out.push_back(std::move(t));
         }
         return rc::seq::fromContainer(std::move(out));
@@ -196,6 +217,35 @@ rc::Gen<Case> any_case(int max_dim) {
     p.spread = static_cast<Spread>(std::uniform_int_distribution<int>(0, 2)(rng));
     p.cancellation = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
     return rc::shrinkable::shrinkRecur(draw_case(rng, p, size), &shrink_case);
+  });
+}
+
+rc::Gen<Case> special_cases() {
+  return rc::Gen<Case>([](const rc::Random& random, int size) {
+    rc::Random r = random;
+    Rng rng(r.next());
+    CaseProfile p;
+    p.max_dim = 4;
+    p.lr = LrRegime::usual;
+    Case c = draw_case(rng, p, size);
+    static constexpr float specials[] = {NAN,       INFINITY,   -INFINITY,        -0.0f,
+                                         0x1p-149f, -0x1p-140f, 0x1.fffffcp-127f, 0x1.fffffep127f,
+                                         -0x1p120f};
+    // A learning rate is not negative (frameworks may rightly reject one that is).
+    static constexpr float lr_specials[] = {NAN, INFINITY, -0.0f, 0x1p-149f, 0x1.fffffep127f};
+    std::vector<float>* arrays[] = {&c.kernel, &c.bias, &c.x, &c.y};
+    auto pick = [&] { return specials[std::uniform_int_distribution<int>(0, 8)(rng)]; };
+    const int count = std::uniform_int_distribution<int>(1, 3)(rng);
+    for (int i = 0; i < count; ++i) {
+      const int which = std::uniform_int_distribution<int>(0, 4)(rng);
+      if (which == 4) {
+        c.lr = lr_specials[std::uniform_int_distribution<int>(0, 4)(rng)];
+        continue;
+      }
+      auto& v = *arrays[which];
+      v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)] = pick();
+    }
+    return rc::shrinkable::shrinkRecur(c, &shrink_case);
   });
 }
 

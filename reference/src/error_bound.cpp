@@ -16,7 +16,7 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 constexpr double evaluation_slack = 1.0 + 0x1p-28;
 
 // Roundings each output element may see on its way (docs/error-model.md, table R).
-double residual_roundings(const Case& c) { return c.d + 2.0; }
+double residual_roundings(const Case& c) { return c.d + 3.0; }
 double loss_roundings(const Case& c) { return static_cast<double>(c.n) * c.k + 4.0; }
 double grad_roundings(const Case& c) { return c.n + 4.0; }
 
@@ -30,6 +30,11 @@ Subnormal subnormal_terms(Subnormals s) {
 }
 
 bool over(double magnitude) { return !(magnitude < float32_max); }
+
+// A gradient element's bound, with its underflow part kept apart for the update.
+struct Gradient : ElementBound {
+  double underflow = 0.0;
+};
 }  // namespace
 
 double gamma(double m, double u) {
@@ -46,7 +51,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   const double lr = std::abs(static_cast<double>(c.lr));
   auto at = [](const std::vector<float>& v, int i) { return std::abs(static_cast<double>(v[i])); };
 
-  // (R) residuals r_nk = sum_d x_nd W_dk + b_k - y_nk: a sum of D+2 terms.
+  // (R) residuals r_nk = sum_d x_nd W_dk + b_k - y_nk: a sum of D+2 terms, D+3 roundings.
   const double g_r = gamma(residual_roundings(c), u);
   std::vector<double> err_r(static_cast<std::size_t>(n) * k);
   std::vector<char> ovf_r(err_r.size());
@@ -59,7 +64,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
         perturb += tau * (at(c.x, i * d + l) + at(c.kernel, l * k + j) + tau);
       }
       const std::size_t e = static_cast<std::size_t>(i) * k + j;
-      err_r[e] = perturb + g_r * (terms + perturb) + 2.0 * residual_roundings(c) * eta * (1.0 + g_r);
+      err_r[e] = perturb + g_r * (terms + perturb) + 2.0 * (c.d + 2.0) * eta * (1.0 + g_r);
       ovf_r[e] = over(2.0 * (terms + perturb) * (1.0 + g_r));
     }
   }
@@ -76,7 +81,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
       partial += (r + er) * (r + er);
       ovf = ovf || ovf_r[e];
     }
-    b.loss.bound = (sum / count + (2.0 * count + 4.0) * eta * (1.0 + g_l)) * evaluation_slack;
+    b.loss.bound = (sum / count + (3.0 * count + 4.0) * eta * (1.0 + g_l)) * evaluation_slack;
     b.loss.may_overflow = ovf || over(partial * (1.0 + g_l)) || over(exact.loss + b.loss.bound);
   }
 
@@ -84,7 +89,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   // rounding for an implementation that folds lr into the scale.
   auto gradient = [&](int col, auto x_of, double extra) {
     const double g_g = gamma(grad_roundings(c) + extra, u);
-    double sum = 0.0, partial = 0.0;
+    double sum = 0.0, partial = 0.0, underflows = 4.0;
     bool ovf = false;
     for (int i = 0; i < n; ++i) {
       const auto [x, x_tau] = x_of(i);
@@ -92,23 +97,29 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
       const double r = exact.residual[e], er = err_r[e];
       sum += (x_tau * (r + er) + x * er) * (1.0 + g_g) + g_g * x * r;
       partial += (x + x_tau) * (r + er);
+      // Up to three scale operations on r before it meets x, then the product and the add.
+      underflows += 3.0 * (x + x_tau) + 2.0;
       ovf = ovf || ovf_r[e];
     }
-    ElementBound eb;
-    eb.bound = (scale * sum + (2.0 * n + 4.0) * eta * std::max(1.0, scale) * (1.0 + g_g)) *
-               evaluation_slack;
+    Gradient eb;
+    eb.underflow = underflows * eta * 2.0 * (1.0 + g_g);
+    eb.bound = (scale * sum + eb.underflow) * evaluation_slack;
     eb.may_overflow = ovf || over(2.0 * partial * (1.0 + g_g));
     return eb;
   };
 
   // (U) update p' = p - lr g; (U2) its distance from p - lr * (a reported gradient).
-  auto update = [&](double p, double p_new, double g, const ElementBound& eg,
-                    const ElementBound& eg_plus, ElementBound& out, double& from_grad) {
+  // The gradient's underflow term is added once more unscaled by lr: an implementation
+  // that folds lr into the scale underflows at lr*c*r, before lr could shrink it.
+  auto update = [&](double p, double p_new, double g, const Gradient& eg, const Gradient& eg_plus,
+                    ElementBound& out, double& from_grad) {
     const double gp = eg_plus.bound;
-    out.bound = ((1.0 + u) * (tau + lr * gp + tau * (g + gp)) + u * p_new + 2.0 * eta) *
+    const double folded = eg_plus.underflow;
+    out.bound = ((1.0 + u) * (tau + lr * gp + folded + tau * (g + gp)) + u * p_new + 2.0 * eta) *
                 evaluation_slack;
-    out.may_overflow = eg_plus.may_overflow || over((p + tau + lr * (g + gp)) * (1.0 + u) * (1.0 + u));
-    from_grad = ((1.0 + u) * (tau + lr * (eg.bound + gp) + tau * (g + gp)) + 2.0 * eta) *
+    out.may_overflow =
+        eg_plus.may_overflow || over((p + tau + lr * (g + gp)) * (1.0 + u) * (1.0 + u));
+    from_grad = ((1.0 + u) * (tau + lr * (eg.bound + gp) + folded + tau * (g + gp)) + 2.0 * eta) *
                 evaluation_slack;
   };
 
@@ -119,8 +130,8 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
     auto x_col = [&](int i) { return std::pair{at(c.x, i * d + l), tau}; };
     for (int j = 0; j < k; ++j) {
       const std::size_t e = static_cast<std::size_t>(l) * k + j;
-      ElementBound g = gradient(j, x_col, 0.0);
-      const ElementBound g_plus = gradient(j, x_col, 1.0);
+      Gradient g = gradient(j, x_col, 0.0);
+      const Gradient g_plus = gradient(j, x_col, 1.0);
       g.may_overflow = g.may_overflow || over(exact.grad_kernel[e] + g.bound);
       b.grad_kernel[e] = g;
       update(at(c.kernel, static_cast<int>(e)), exact.kernel[e], exact.grad_kernel[e], g, g_plus,
@@ -132,8 +143,8 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   b.bias_from_grad.resize(b.grad_bias.size());
   auto ones = [](int) { return std::pair{1.0, 0.0}; };
   for (int j = 0; j < k; ++j) {
-    ElementBound g = gradient(j, ones, 0.0);
-    const ElementBound g_plus = gradient(j, ones, 1.0);
+    Gradient g = gradient(j, ones, 0.0);
+    const Gradient g_plus = gradient(j, ones, 1.0);
     g.may_overflow = g.may_overflow || over(exact.grad_bias[j] + g.bound);
     b.grad_bias[j] = g;
     update(at(c.bias, j), exact.bias[j], exact.grad_bias[j], g, g_plus, b.bias[j],

@@ -9,22 +9,32 @@ namespace sgdc {
 
 const char* to_string(Output o) {
   switch (o) {
-    case Output::loss: return "loss";
-    case Output::kernel: return "kernel";
-    case Output::bias: return "bias";
-    case Output::grad_kernel: return "grad_kernel";
-    case Output::grad_bias: return "grad_bias";
+    case Output::loss:
+      return "loss";
+    case Output::kernel:
+      return "kernel";
+    case Output::bias:
+      return "bias";
+    case Output::grad_kernel:
+      return "grad_kernel";
+    case Output::grad_bias:
+      return "grad_bias";
   }
   return "?";
 }
 
 const std::vector<Expected>& Expectation::of(Output o) const {
   switch (o) {
-    case Output::loss: return loss;
-    case Output::kernel: return kernel;
-    case Output::bias: return bias;
-    case Output::grad_kernel: return grad_kernel;
-    case Output::grad_bias: return grad_bias;
+    case Output::loss:
+      return loss;
+    case Output::kernel:
+      return kernel;
+    case Output::bias:
+      return bias;
+    case Output::grad_kernel:
+      return grad_kernel;
+    case Output::grad_bias:
+      return grad_bias;
   }
   return loss;
 }

@@ -26,9 +26,7 @@ TEST(SameBits, DistinguishesSignedZeros) {
   EXPECT_TRUE(same_bits(NAN, -NAN));
 }
 
-TEST(Describe, ReadsBackExactly) {
-  EXPECT_EQ(describe(0.1f), "0.100000001 (0x1.99999ap-4)");
-}
+TEST(Describe, ReadsBackExactly) { EXPECT_EQ(describe(0.1f), "0.100000001 (0x1.99999ap-4)"); }
 
 }  // namespace
 }  // namespace sgdc

@@ -114,13 +114,18 @@ const Entry& find(std::string_view name) {
                               "\"; known: " + known);
 }
 
-std::unique_ptr<Implementation> make(const Entry& entry) { return std::make_unique<Builtin>(entry); }
+std::unique_ptr<Implementation> make(const Entry& entry) {
+  return std::make_unique<Builtin>(entry);
+}
 
 const char* to_string(Kind kind) {
   switch (kind) {
-    case Kind::reference: return "reference";
-    case Kind::variant: return "variant";
-    case Kind::mutant: return "mutant";
+    case Kind::reference:
+      return "reference";
+    case Kind::variant:
+      return "variant";
+    case Kind::mutant:
+      return "mutant";
   }
   return "?";
 }

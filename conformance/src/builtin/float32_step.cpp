@@ -13,7 +13,7 @@ namespace {
 
 // Row ranges [begin, end) of an even split of `rows` into `parts`, as numpy's
 // array_split makes them (the first rows % parts parts get one row more); empty
-// parts are left out.
+// parts are left out unless every part is empty.
 std::vector<std::pair<int, int>> split_rows(int rows, int parts) {
   std::vector<std::pair<int, int>> out;
   int begin = 0;
@@ -22,6 +22,7 @@ std::vector<std::pair<int, int>> split_rows(int rows, int parts) {
     if (size > 0) out.emplace_back(begin, begin + size);
     begin += size;
   }
+  if (out.empty()) out.emplace_back(0, 0);  // no rows at all: one empty part
   return out;
 }
 
@@ -211,7 +212,8 @@ class LoopStep {
       T step = lr * g[e];
       if (recipe_.bug == Bug::lr_twice) step = lr * step;
       T next;
-      if (frozen || (recipe_.bug == Bug::skip_tiny_updates && std::abs(step) < T(1e-6) * std::abs(old))) {
+      if (frozen ||
+          (recipe_.bug == Bug::skip_tiny_updates && std::abs(step) < T(1e-6) * std::abs(old))) {
         next = old;
       } else if (recipe_.bug == Bug::wrong_sign) {
         next = old + step;

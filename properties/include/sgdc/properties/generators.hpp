@@ -31,10 +31,10 @@ enum class LrRegime {
 struct CaseProfile {
   Spread spread = Spread::unit;
   LrRegime lr = LrRegime::mixed;
-  int max_dim = 12;          ///< largest n, d, k at RapidCheck size 100
-  int max_shards = 8;        ///< num_shards drawn from 1..max_shards (often not dividing n)
-  bool cancellation = false; ///< targets y within a few ULPs of x W + b
-  int min_dim = 1;           ///< smallest n, d, k
+  int max_dim = 12;           ///< largest n, d, k at RapidCheck size 100
+  int max_shards = 8;         ///< num_shards drawn from 1..max_shards (often not dividing n)
+  bool cancellation = false;  ///< targets y within a few ULPs of x W + b
+  int min_dim = 1;            ///< smallest n, d, k
 };
 
 /// Cases drawn from `profile`, with the custom shrinking described above.
@@ -42,6 +42,10 @@ rc::Gen<Case> cases(const CaseProfile& profile);
 
 /// The default mixture: every spread and lr regime, cancellation in one case of four.
 rc::Gen<Case> any_case(int max_dim = 12);
+
+/// Small cases with special values injected: NaN, +-inf, -0, subnormals and values near
+/// float32's overflow threshold, at least one per case.
+rc::Gen<Case> special_cases();
 
 /// All inputs, exactly (9 significant digits and hexfloat): RapidCheck prints
 /// counterexamples with it.

@@ -9,9 +9,9 @@ namespace sgdc {
 
 /// One input of the step. Matrices are row-major float32.
 struct Case {
-  int n = 0;                ///< batch rows N
-  int d = 0;                ///< input features D
-  int k = 0;                ///< output features K
+  int n = 0;                  ///< batch rows N
+  int d = 0;                  ///< input features D
+  int k = 0;                  ///< output features K
   std::vector<float> kernel;  ///< W, [d][k] (Flax convention y = x @ W + b)
   std::vector<float> bias;    ///< b, [k]
   std::vector<float> x;       ///< [n][d]

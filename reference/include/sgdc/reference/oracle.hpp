@@ -13,9 +13,9 @@ namespace sgdc {
 
 /// Expectation for one output element.
 struct Expected {
-  float rounded = 0.0f;    ///< the exact value correctly rounded to float32 (ties to even)
-  double value = 0.0;      ///< the exact value rounded to double, for error reports
-  double bound = 0.0;      ///< largest |computed - exact| a correct implementation may show
+  float rounded = 0.0f;            ///< the exact value correctly rounded to float32 (ties to even)
+  double value = 0.0;              ///< the exact value rounded to double, for error reports
+  double bound = 0.0;              ///< largest |computed - exact| a correct implementation may show
   bool may_overflow = false;       ///< +-inf or NaN is acceptable too (docs/error-model.md)
   bool must_be_nonfinite = false;  ///< depends on a NaN or infinite input: NaN or +-inf due
 };

@@ -17,13 +17,13 @@ struct ShardPart {
 /// The outputs of one step. Optional members are present when the implementation
 /// declares the matching capability.
 struct StepResult {
-  float loss = 0.0f;                                ///< loss before the update
-  std::vector<float> kernel;                        ///< W', [d][k]
-  std::vector<float> bias;                          ///< b', [k]
-  std::optional<std::vector<float>> grad_kernel;    ///< [d][k]
-  std::optional<std::vector<float>> grad_bias;      ///< [k]
-  std::optional<std::int64_t> step;                 ///< counter after the update
-  std::optional<std::vector<ShardPart>> shards;     ///< per-shard storage
+  float loss = 0.0f;                              ///< loss before the update
+  std::vector<float> kernel;                      ///< W', [d][k]
+  std::vector<float> bias;                        ///< b', [k]
+  std::optional<std::vector<float>> grad_kernel;  ///< [d][k]
+  std::optional<std::vector<float>> grad_bias;    ///< [k]
+  std::optional<std::int64_t> step;               ///< counter after the update
+  std::optional<std::vector<ShardPart>> shards;   ///< per-shard storage
 };
 
 }  // namespace sgdc

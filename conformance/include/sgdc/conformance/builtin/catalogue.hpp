@@ -18,11 +18,11 @@ enum class Kind { reference, variant, mutant };
 
 /// One entry of the catalogue.
 struct Entry {
-  std::string name;         ///< selected as `builtin:NAME`
+  std::string name;  ///< selected as `builtin:NAME`
   Kind kind;
   std::string description;  ///< what it computes; for mutants, the real-world mistake
   Recipe recipe;
-  bool sharded = false;     ///< declares itself sharded (results may depend on num_shards)
+  bool sharded = false;  ///< declares itself sharded (results may depend on num_shards)
 };
 
 /// Every built-in, reference first, then variants, then mutants.

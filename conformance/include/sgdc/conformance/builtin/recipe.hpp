@@ -17,21 +17,21 @@ enum class Order {
 /// One deliberate bug of the mutant catalogue (docs/mutants.md); `none` for a correct step.
 enum class Bug {
   none,
-  post_update_loss,      ///< returns the loss evaluated after the update
-  mean_over_batch,       ///< divides by N instead of N*K
-  grad_times_shards,     ///< sums per-shard mean gradients instead of averaging them
-  drop_remainder_rows,   ///< uses only floor(N/S)*S rows
-  mean_of_shard_means,   ///< averages per-shard means, wrong when shards are uneven
-  half_precision_grad,   ///< gradients rounded to float16
-  reshape_not_transpose, ///< x.reshape(D, N) where x.T belongs
-  wrong_sign,            ///< p + lr*g
-  missing_factor_two,    ///< gradient of r^2 taken as r
-  bias_not_updated,      ///< b' = b
-  lr_twice,              ///< p - lr*(lr*g)
-  step_not_advanced,     ///< step counter returned unchanged
-  nondeterministic,      ///< reduction order differs from call to call
-  skip_tiny_updates,     ///< leaves p when |lr*g| < 1e-6 |p|
-  unbiased_mean,         ///< divides by N*K - 1
+  post_update_loss,       ///< returns the loss evaluated after the update
+  mean_over_batch,        ///< divides by N instead of N*K
+  grad_times_shards,      ///< sums per-shard mean gradients instead of averaging them
+  drop_remainder_rows,    ///< uses only floor(N/S)*S rows
+  mean_of_shard_means,    ///< averages per-shard means, wrong when shards are uneven
+  half_precision_grad,    ///< gradients rounded to float16
+  reshape_not_transpose,  ///< x.reshape(D, N) where x.T belongs
+  wrong_sign,             ///< p + lr*g
+  missing_factor_two,     ///< gradient of r^2 taken as r
+  bias_not_updated,       ///< b' = b
+  lr_twice,               ///< p - lr*(lr*g)
+  step_not_advanced,      ///< step counter returned unchanged
+  nondeterministic,       ///< reduction order differs from call to call
+  skip_tiny_updates,      ///< leaves p when |lr*g| < 1e-6 |p|
+  unbiased_mean,          ///< divides by N*K - 1
 };
 
 /// A built-in implementation's way of computing the step.

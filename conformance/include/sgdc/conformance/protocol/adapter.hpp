@@ -1,0 +1,71 @@
+#pragma once
+/// \file
+/// An implementation behind an out-of-process adapter that speaks protocol v1.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "sgdc/conformance/protocol/adapter_start_failure.hpp"
+#include "sgdc/conformance/protocol/child_process.hpp"
+#include "sgdc/conformance/protocol/exit_status.hpp"
+#include "sgdc/properties/implementation.hpp"
+
+namespace sgdc::protocol {
+
+/// Runs an adapter command once and sends it every case over protocol v1. The
+/// constructor starts it and does the handshake; step() sends one case (ids 1, 2, ...)
+/// and returns its result or rejection. Any fault (exit, crash, no answer in time,
+/// anything outside the protocol) stops the adapter and throws ImplementationFault
+/// whose message names the case and what went wrong, quoting the adapter's stderr when
+/// it is captured, e.g. "case 7: adapter exited with status 1 (stderr: ...)". Every
+/// later step() throws at once. Destruction says bye and stops the adapter.
+class ProtocolAdapter : public Implementation {
+ public:
+  /// Starts `command` (via /bin/sh -c) and does the handshake, waiting at most
+  /// `handshake_timeout_s` for the hello reply; each later case may take
+  /// `case_timeout_s` from sending to answer. Throws std::invalid_argument for a
+  /// timeout that is not positive and finite, and AdapterStartFailure when the command
+  /// cannot be started or the handshake fails.
+  ProtocolAdapter(std::string command, double case_timeout_s, double handshake_timeout_s,
+                  ChildProcess::Options options = {});
+  ~ProtocolAdapter() override;
+
+  ProtocolAdapter(const ProtocolAdapter&) = delete;
+  ProtocolAdapter& operator=(const ProtocolAdapter&) = delete;
+
+  /// What the adapter declared in its hello reply.
+  const Declaration& declaration() const override { return declaration_; }
+
+  /// Sends `c` as the next case and returns the answer. Throws ImplementationFault
+  /// (always fatal) when the adapter breaks or has broken before.
+  StepOutcome step(const Case& c) override;
+
+  /// Says bye and stops the adapter (see ChildProcess::stop); returns how it ended
+  /// (status 0 for a well-behaved adapter). Idempotent; never throws.
+  ExitStatus close() noexcept;
+
+  /// True once a fault has stopped the adapter.
+  bool broken() const { return !fault_.empty(); }
+
+  /// The id of the last case sent (0 before the first).
+  std::int64_t last_id() const { return last_id_; }
+
+  /// The last bytes of the adapter's stderr (empty unless captured).
+  std::string stderr_tail();
+
+ private:
+  std::string exchange(const std::string& request, const std::string& context, double timeout_s,
+                       bool starting);
+  [[noreturn]] void fail(const std::string& context, const std::string& what, bool starting);
+
+  std::unique_ptr<ChildProcess> child_;
+  Declaration declaration_;
+  double case_timeout_s_;
+  std::int64_t last_id_ = 0;
+  std::string fault_;
+  std::optional<ExitStatus> closed_status_;
+};
+
+}  // namespace sgdc::protocol

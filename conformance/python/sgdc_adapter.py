@@ -1,0 +1,220 @@
+"""Adapter side of the sgd-conformance protocol, version 1 (JSON Lines over stdio).
+
+An adapter author writes one function and hands it to `serve`:
+
+    import sgdc_adapter            # import this first: it reserves stdout
+    import numpy as np
+
+    def step(case):
+        ...                        # case.n, .d, .k, .num_shards, .step, .lr, .kernel, .bias, .x, .y
+        return {"loss": loss, "kernel": new_kernel, "bias": new_bias}
+
+    sgdc_adapter.serve(step, name="my-impl", version="1.0", capabilities=("grads",))
+
+`case.lr` is a numpy float32 scalar; kernel [d,k], bias [k], x [n,d] and y [n,k] are
+writable float32 arrays. `step` returns float32 values: "loss" (scalar), "kernel",
+"bias", and, as promised by `capabilities`, "grad_kernel" and "grad_bias" ("grads"),
+"step" (an int, "step_counter"), "shards" (a list of {"kernel": int, "bias": int},
+"shard_layout"). Raising `RejectCase` (or any `ValueError`) answers the case with
+op "error" and the exception's message; any other exception also answers op "error"
+and writes its traceback to stderr, so one bad case never kills the adapter.
+
+Besides the protocol's fields, the hello reply carries three additive fields that
+describe the implementation: "subnormals" ("ieee", or "ftz" when subnormal inputs or
+results may be flushed to zero), "unit_roundoff" (2**-24 for float32 arithmetic) and
+"sharded" (whether the step really splits work over `num_shards`).
+
+An adapter whose framework is not installed calls `skip(reason)` (or uses `require`),
+which exits with status 77 before the handshake; the suite then reports the adapter
+as skipped, never as passed.
+
+Importing this module moves file descriptor 1 aside for the protocol and points
+both sys.stdout and fd 1 at stderr, so a stray print (or a C library writing to
+stdout) cannot corrupt the protocol stream.
+"""
+
+import base64
+import importlib
+import json
+import os
+import sys
+import traceback
+
+SKIPPED = 77  # exit status: this adapter cannot run here (its framework is missing)
+
+
+def skip(reason):
+    """Exit before the handshake with status 77: the suite reports the adapter as skipped."""
+    print(f"adapter skipped: {reason}", file=sys.stderr)
+    sys.exit(SKIPPED)
+
+
+def require(*modules):
+    """Import each module by name, or skip(); returns the modules in order."""
+    loaded = []
+    for name in modules:
+        try:
+            loaded.append(importlib.import_module(name))
+        except ImportError as e:
+            skip(f"{name} is not installed ({e})")
+    return loaded
+
+
+np, = require("numpy")
+
+PROTOCOL = 1
+CAPABILITIES = ("grads", "step_counter", "shard_layout")
+
+# Reserve the real stdout for protocol lines; everything else that writes to
+# stdout (print, C extensions) lands on stderr.
+sys.stdout.flush()
+_proto = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+
+class RejectCase(ValueError):
+    """Raise from `step` to decline a case; the message goes back as op "error"."""
+
+
+class Case:
+    """One decoded step request (see the module docstring for the attributes)."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+    def __repr__(self):
+        return f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, step={self.step})"
+
+
+def encode(values):
+    """Base64 of little-endian float32, row-major. Requires float32 input: no silent casts."""
+    arr = np.asarray(values)
+    if arr.dtype != np.float32:
+        raise TypeError(f"expected float32 values, got {arr.dtype}")
+    return base64.b64encode(np.ascontiguousarray(arr, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode(text, count, what):
+    """Decode a protocol array of exactly `count` float32 values."""
+    if not isinstance(text, str):
+        raise RejectCase(f"{what}: expected a base64 string")
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as e:
+        raise RejectCase(f"{what}: bad base64 ({e})") from None
+    if len(raw) != 4 * count:
+        raise RejectCase(f"{what}: expected {count} float32 values, got {len(raw)} bytes")
+    return np.frombuffer(raw, dtype="<f4").astype(np.float32)  # astype copies: writable
+
+
+def _int_field(msg, key, minimum):
+    v = msg.get(key)
+    if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
+        raise RejectCase(f"{key}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def parse_case(msg):
+    n, d, k = (_int_field(msg, key, 1) for key in ("n", "d", "k"))
+    return Case(
+        n=n, d=d, k=k,
+        num_shards=_int_field(msg, "num_shards", 1),
+        step=_int_field(msg, "step", 0),
+        lr=decode(msg.get("lr"), 1, "lr")[0],
+        kernel=decode(msg.get("kernel"), d * k, "kernel").reshape(d, k),
+        bias=decode(msg.get("bias"), k, "bias"),
+        x=decode(msg.get("x"), n * d, "x").reshape(n, d),
+        y=decode(msg.get("y"), n * k, "y").reshape(n, k),
+    )
+
+
+def _array_out(out, key, shape):
+    if key not in out:
+        raise TypeError(f"step() result lacks {key!r}")
+    arr = np.asarray(out[key])
+    size = int(np.prod(shape))
+    if arr.size != size or (arr.ndim > 1 and arr.shape != shape):
+        raise TypeError(f"step() result {key!r} has shape {arr.shape}, expected {shape}")
+    return encode(arr)
+
+
+def build_result(case, out, capabilities):
+    """Check `step`'s dict against the case and the promised capabilities; encode it."""
+    res = {
+        "loss": _array_out(out, "loss", (1,)),
+        "kernel": _array_out(out, "kernel", (case.d, case.k)),
+        "bias": _array_out(out, "bias", (case.k,)),
+    }
+    if "grads" in capabilities or "grad_kernel" in out:
+        res["grad_kernel"] = _array_out(out, "grad_kernel", (case.d, case.k))
+    if "grads" in capabilities or "grad_bias" in out:
+        res["grad_bias"] = _array_out(out, "grad_bias", (case.k,))
+    if "step_counter" in capabilities or "step" in out:
+        s = out.get("step")
+        if isinstance(s, np.integer):
+            s = int(s)
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise TypeError(f"step() result 'step' must be an int, got {s!r}")
+        res["step"] = s
+    if "shard_layout" in capabilities or "shards" in out:
+        shards = out.get("shards")
+        if not isinstance(shards, (list, tuple)):
+            raise TypeError("step() result 'shards' must be a list")
+        res["shards"] = [{"kernel": int(s["kernel"]), "bias": int(s["bias"])} for s in shards]
+    return res
+
+
+def _send(obj):
+    _proto.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    _proto.flush()
+
+
+def handle(msg, step, hello, capabilities):
+    """Answer one decoded message; returns False when the adapter should exit."""
+    op = msg.get("op")
+    if op == "hello":
+        _send(hello)
+    elif op == "bye":
+        return False
+    elif op == "step":
+        mid = msg.get("id")
+        try:
+            case = parse_case(msg)
+            _send({"op": "result", "id": mid, **build_result(case, step(case), capabilities)})
+        except ValueError as e:  # RejectCase is a ValueError
+            if not isinstance(e, RejectCase):
+                traceback.print_exc(file=sys.stderr)
+            _send({"op": "error", "id": mid, "message": str(e) or type(e).__name__})
+        except Exception as e:  # noqa: BLE001 - an adapter bug must not kill the session
+            traceback.print_exc(file=sys.stderr)
+            _send({"op": "error", "id": mid, "message": f"internal error: {type(e).__name__}: {e}"})
+    else:
+        _send({"op": "error", "id": msg.get("id"), "message": f"unknown op {op!r}"})
+    return True
+
+
+def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_roundoff=2**-24, sharded=False):
+    """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0."""
+    capabilities = list(capabilities)
+    unknown = [c for c in capabilities if c not in CAPABILITIES]
+    if unknown:
+        raise ValueError(f"unknown capabilities {unknown}; known: {CAPABILITIES}")
+    if subnormals not in ("ieee", "ftz"):
+        raise ValueError("subnormals must be 'ieee' or 'ftz'")
+    hello = {"op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
+             "capabilities": capabilities, "subnormals": subnormals,
+             "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded)}
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise ValueError("a message must be a JSON object")
+        except ValueError as e:
+            _send({"op": "error", "id": None, "message": f"malformed message: {e}"})
+            continue
+        if not handle(msg, step, hello, capabilities):
+            break
+    sys.exit(0)

@@ -1,0 +1,169 @@
+#include "sgdc/conformance/machine_report.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "sgdc/conformance/protocol/base64.hpp"
+#include "sgdc/conformance/text_report.hpp"
+#include "sgdc/reference/float32.hpp"
+
+namespace sgdc::conformance {
+
+namespace {
+using nlohmann::json;
+
+json floats(const std::vector<float>& v) {
+  json values = json::array();
+  for (float f : v) values.push_back(fmt::format("{:.9g}", f));
+  return {{"base64", protocol::encode_floats(v)}, {"values", values}};
+}
+
+json case_json(const Case& c) {
+  return {{"n", c.n},
+          {"d", c.d},
+          {"k", c.k},
+          {"num_shards", c.num_shards},
+          {"step", c.step},
+          {"lr", floats({c.lr})},
+          {"kernel", floats(c.kernel)},
+          {"bias", floats(c.bias)},
+          {"x", floats(c.x)},
+          {"y", floats(c.y)}};
+}
+
+json worst_json(const Observations::Worst& w) {
+  if (!w.seen) return nullptr;
+  return {{"error_over_bound", w.ratio}, {"ulps", w.ulps}};
+}
+
+std::string replay(const std::string& prefix, const SuiteReport& r, const PropertyReport& p) {
+  return fmt::format("{} --seed {} --property {} --case {}", prefix, r.options.seed, p.property,
+                     p.counterexample->case_index);
+}
+
+std::string escape_xml(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        // XML 1.0 forbids most control characters, even escaped.
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t')
+          out += '?';
+        else
+          out += c;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+void write_json_report(std::ostream& os, const SuiteReport& r, const std::string& replay_prefix) {
+  const Declaration& d = r.declaration;
+  json caps = json::array();
+  const Capabilities& c = d.capabilities;
+  for (auto [on, name] : {std::pair{c.grads, "grads"},
+                          {c.step_counter, "step_counter"},
+                          {c.shard_layout, "shard_layout"}})
+    if (on) caps.push_back(name);
+  json j = {{"tool", "sgd-conformance"},
+            {"format_version", 1},
+            {"implementation",
+             {{"name", d.name},
+              {"version", d.version},
+              {"capabilities", caps},
+              {"sharded", c.sharded},
+              {"unit_roundoff", d.arithmetic.u},
+              {"subnormals", to_string(d.arithmetic.subnormals)}}},
+            {"seed", r.options.seed},
+            {"cases_per_property", r.options.only_case ? 1 : r.options.cases},
+            {"verdict", to_string(r.verdict)},
+            {"seconds", r.seconds}};
+  json props = json::array();
+  for (const PropertyOutcome& o : r.properties) {
+    const PropertyReport& p = o.report;
+    json per_output = json::object();
+    for (Output out : all_outputs) per_output[to_string(out)] = worst_json(p.observations.of(out));
+    json jp = {{"name", p.property},
+               {"verdict", o.verdict()},
+               {"cases", p.cases},
+               {"discarded", p.discarded},
+               {"seconds", p.seconds},
+               {"worst", worst_json(p.observations.overall())},
+               {"worst_per_output", per_output}};
+    if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
+    if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;
+    if (p.fault) jp["fault"] = *p.fault;
+    if (p.counterexample) {
+      const Counterexample& cx = *p.counterexample;
+      jp["counterexample"] = {{"case_index", cx.case_index},
+                              {"shrink_steps", cx.shrink_steps},
+                              {"original_shape", shape_of(cx.original)},
+                              {"case", case_json(cx.shrunk)},
+                              {"message", cx.message},
+                              {"replay", replay(replay_prefix, r, p)}};
+    }
+    props.push_back(std::move(jp));
+  }
+  j["properties"] = std::move(props);
+  os << j.dump(2) << "\n";
+}
+
+void write_junit_report(std::ostream& os, const SuiteReport& r, const std::string& replay_prefix) {
+  int failures = 0, skipped = 0;
+  for (const PropertyOutcome& o : r.properties) {
+    if (o.counts_as_failure())
+      ++failures;
+    else if (o.verdict() != "pass" && o.verdict() != "XPASS")
+      ++skipped;
+  }
+  const std::string suite = escape_xml("sgd-conformance: " + r.declaration.name);
+  os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  os << fmt::format(
+      "<testsuites name=\"sgd-conformance\" tests=\"{}\" failures=\"{}\" time=\"{:.3f}\">\n",
+      r.properties.size(), failures, r.seconds);
+  os << fmt::format(
+      "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+      suite, r.properties.size(), failures, skipped, r.seconds);
+  for (const PropertyOutcome& o : r.properties) {
+    const PropertyReport& p = o.report;
+    os << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
+                      escape_xml("sgd-conformance." + r.declaration.name), p.property, p.seconds);
+    const std::string v = o.verdict();
+    if (v == "pass" || v == "XPASS") {
+      os << "/>\n";
+      continue;
+    }
+    os << ">\n";
+    if (o.counts_as_failure()) {
+      std::string body = p.fault ? *p.fault + "\n" : "";
+      if (p.counterexample)
+        body += p.counterexample->message + "\nreplay: " + replay(replay_prefix, r, p);
+      os << fmt::format("      <failure message=\"{}\">{}</failure>\n",
+                        escape_xml(p.fault ? "fault" : "counterexample found"), escape_xml(body));
+    } else {
+      const std::string why = !o.skip_reason.empty()    ? "skip: " + o.skip_reason
+                              : !o.xfail_reason.empty() ? "xfail: " + o.xfail_reason
+                                                        : v;
+      os << fmt::format("      <skipped message=\"{}\"/>\n", escape_xml(why));
+    }
+    os << "    </testcase>\n";
+  }
+  os << "  </testsuite>\n</testsuites>\n";
+}
+
+}  // namespace sgdc::conformance

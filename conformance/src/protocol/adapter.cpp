@@ -1,0 +1,172 @@
+#include "sgdc/conformance/protocol/adapter.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+#include "sgdc/conformance/protocol/messages.hpp"
+#include "text.hpp"
+
+namespace sgdc::protocol {
+namespace {
+
+using Clock = ChildProcess::Clock;
+using Seconds = ChildProcess::Seconds;
+
+Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(Seconds{seconds});
+}
+
+void check_timeout(const char* name, double seconds) {
+  if (!(std::isfinite(seconds) && seconds > 0)) {
+    throw std::invalid_argument(
+        fmt::format("{} must be a positive number of seconds, got {}", name, seconds));
+  }
+}
+
+std::string trim(std::string s) {
+  const auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return {};
+  s.erase(s.find_last_not_of(" \t\r\n") + 1);
+  s.erase(0, first);
+  return s;
+}
+
+// How long to wait for the exit status of an adapter that closed its pipes: it is
+// normally about to exit, and the status explains more than "closed its stdout".
+constexpr double exit_wait_s = 1.0;
+constexpr double bye_write_s = 1.0;
+constexpr std::size_t quote_limit = 200;
+
+}  // namespace
+
+ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
+                                 double handshake_timeout_s, ChildProcess::Options options)
+    : case_timeout_s_(case_timeout_s) {
+  check_timeout("case timeout", case_timeout_s);
+  check_timeout("handshake timeout", handshake_timeout_s);
+  try {
+    child_ = std::make_unique<ChildProcess>(command, options);
+  } catch (const std::system_error& e) {
+    throw AdapterStartFailure(fmt::format("cannot start adapter '{}': {}",
+                                          detail::printable(command, quote_limit), e.what()));
+  }
+  const std::string reply = exchange(encode_hello(), "handshake", handshake_timeout_s, true);
+  try {
+    declaration_ = decode_hello(reply);
+  } catch (const ProtocolError& e) {
+    fail("handshake", e.what(), true);
+  }
+}
+
+ProtocolAdapter::~ProtocolAdapter() { close(); }
+
+StepOutcome ProtocolAdapter::step(const Case& c) {
+  if (broken()) {
+    throw ImplementationFault(
+        fmt::format("case {}: not run: the adapter was stopped after an earlier fault ({})",
+                    last_id_ + 1, fault_));
+  }
+  if (closed_status_) {
+    throw ImplementationFault(
+        fmt::format("case {}: not run: the adapter was closed", last_id_ + 1));
+  }
+  const std::int64_t id = ++last_id_;
+  const std::string context = fmt::format("case {}", id);
+  const std::string answer = exchange(encode_step(id, c), context, case_timeout_s_, false);
+  try {
+    return decode_answer(answer, id, c, declaration_.capabilities);
+  } catch (const ProtocolError& e) {
+    fail(context, e.what(), false);
+  }
+}
+
+ExitStatus ProtocolAdapter::close() noexcept {
+  try {
+    if (closed_status_) return *closed_status_;
+    if (!child_) return ExitStatus{};
+    if (!broken() && child_->running()) {
+      // Whether bye arrives or not, stop() follows: closing stdin means the same.
+      child_->write_all(encode_bye() + "\n", after(bye_write_s));
+    }
+    closed_status_ = child_->stop();
+    return *closed_status_;
+  } catch (...) {
+    closed_status_ = ExitStatus{};
+    return *closed_status_;
+  }
+}
+
+std::string ProtocolAdapter::stderr_tail() {
+  return child_ ? child_->stderr_tail() : std::string();
+}
+
+std::string ProtocolAdapter::exchange(const std::string& request, const std::string& context,
+                                      double timeout_s, bool starting) {
+  const auto deadline = after(timeout_s);
+  // Says how the adapter ended if it has (or does within a moment), else `otherwise`.
+  const auto ended = [&](const std::string& otherwise) {
+    if (const auto s = child_->wait_for_exit(after(exit_wait_s))) {
+      return "adapter " + s->describe();
+    }
+    return otherwise;
+  };
+  try {
+    switch (child_->write_all(request + "\n", deadline)) {
+      case ChildProcess::WriteStatus::ok:
+        break;
+      case ChildProcess::WriteStatus::timed_out:
+        fail(context, fmt::format("adapter did not read its input within {:g} s", timeout_s),
+             starting);
+      case ChildProcess::WriteStatus::closed:
+        fail(context, ended("adapter closed its stdin"), starting);
+    }
+    ChildProcess::Line line = child_->read_line(deadline);
+    switch (line.status) {
+      case ChildProcess::Line::Status::ok:
+        return std::move(line.text);
+      case ChildProcess::Line::Status::timed_out:
+        // An adapter that exited while a grandchild holds its stdout open lands here.
+        if (const auto s = child_->exit_status())
+          fail(context, "adapter " + s->describe(), starting);
+        fail(context, fmt::format("no answer within {:g} s", timeout_s), starting);
+      case ChildProcess::Line::Status::closed: {
+        std::string what = ended("adapter closed its stdout");
+        if (const auto& rest = child_->unterminated_output(); !rest.empty()) {
+          what += fmt::format(" after writing an unterminated line '{}'",
+                              detail::printable(rest, quote_limit));
+        }
+        fail(context, what, starting);
+      }
+      case ChildProcess::Line::Status::too_long:
+        fail(context,
+             fmt::format("answer is longer than {} bytes", child_->options().max_line_bytes),
+             starting);
+    }
+  } catch (const std::system_error& e) {
+    fail(context, e.what(), starting);
+  }
+  fail(context, "unexpected state reading the answer", starting);
+}
+
+void ProtocolAdapter::fail(const std::string& context, const std::string& what, bool starting) {
+  std::string message = fmt::format("{}: {}", context, what);
+  // Taken before stop(), which would report its own SIGTERM for a live adapter.
+  const std::optional<ExitStatus> ended_by_itself = child_ ? child_->exit_status() : std::nullopt;
+  if (child_) {
+    // Stop first: an exiting adapter's last words are then all in the ring buffer.
+    child_->stop(Seconds{0});
+    const std::string tail = trim(child_->stderr_tail());
+    if (!tail.empty()) {
+      message += fmt::format(" (stderr: {})", detail::printable(tail, tail.size(), true));
+    }
+  }
+  fault_ = message;
+  if (starting) throw AdapterStartFailure(message, ended_by_itself);
+  throw ImplementationFault(message, true);
+}
+
+}  // namespace sgdc::protocol

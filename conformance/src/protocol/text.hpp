@@ -1,0 +1,16 @@
+#pragma once
+// Internal: quoting untrusted bytes (adapter output) inside error messages.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace sgdc::protocol::detail {
+
+// `text` as valid UTF-8 with control characters other than '\n' and '\t' escaped
+// (\xNN) and invalid bytes replaced by U+FFFD, so fault messages stay printable and
+// can be written into JSON reports. Beyond `max_bytes` of input, keeps the first
+// (or with `keep_tail`, the last) `max_bytes` and says how much was left out.
+std::string printable(std::string_view text, std::size_t max_bytes, bool keep_tail = false);
+
+}  // namespace sgdc::protocol::detail

@@ -1,0 +1,93 @@
+#include "sgdc/conformance/suite.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace sgdc::conformance {
+
+bool PropertyOutcome::counts_as_failure() const {
+  return report.applicable && !report.passed && skip_reason.empty() && xfail_reason.empty();
+}
+
+std::string PropertyOutcome::verdict() const {
+  if (!skip_reason.empty()) return "skip";
+  if (!report.applicable) return "n/a";
+  if (report.not_run) return "not run";
+  if (!xfail_reason.empty()) return "xfail";
+  if (report.fault) return "FAULT";
+  if (!report.passed) return "FAIL";
+  return xpass ? "XPASS" : "pass";
+}
+
+const char* to_string(Verdict v) {
+  switch (v) {
+    case Verdict::conformant:
+      return "conformant";
+    case Verdict::not_conformant:
+      return "not_conformant";
+    case Verdict::could_not_test:
+      return "could_not_test";
+  }
+  return "?";
+}
+
+Verdict verdict_of(const std::vector<PropertyOutcome>& properties) {
+  bool any_ran = false, any_failed = false;
+  for (const PropertyOutcome& o : properties) {
+    const PropertyReport& p = o.report;
+    if (!p.applicable || p.not_run || !o.skip_reason.empty()) continue;
+    // A fault during a case counts as testing: the implementation was reached and broke.
+    any_ran = any_ran || p.cases > 0 || p.fault.has_value();
+    any_failed = any_failed || o.counts_as_failure();
+  }
+  if (!any_ran) return Verdict::could_not_test;
+  return any_failed ? Verdict::not_conformant : Verdict::conformant;
+}
+
+SuiteReport run_suite(Implementation& impl, const SuiteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SuiteReport report;
+  report.declaration = impl.declaration();
+  report.options = options;
+  bool stopped = false;
+  for (const Property& p : properties()) {
+    if (!options.only.empty() &&
+        std::find(options.only.begin(), options.only.end(), p.name) == options.only.end())
+      continue;
+    PropertyOutcome outcome;
+    outcome.report.property = p.name;
+    if (const auto* skip = find_skip(options.expectations, p.name)) {
+      outcome.skip_reason = skip->reason;
+      report.properties.push_back(std::move(outcome));
+      continue;
+    }
+    if (stopped) {
+      outcome.report.passed = false;
+      outcome.report.not_run = true;
+      report.properties.push_back(std::move(outcome));
+      continue;
+    }
+    RunOptions run;
+    run.cases = options.cases;
+    run.seed = options.seed;
+    run.only_case = options.only_case;
+    if (options.progress) {
+      const int wanted = options.only_case ? 1 : options.cases;
+      run.progress = [&, name = p.name](int done) { options.progress(name, done, wanted); };
+    }
+    outcome.report = run_property(p, impl, run);
+    if (const auto* x = find_xfail(options.expectations, outcome.report)) {
+      outcome.xfail_reason = x->reason;
+    } else if (outcome.report.passed) {
+      for (const auto& d : options.expectations)
+        if (d.kind == ExpectedDeviation::Kind::xfail && d.property == p.name) outcome.xpass = true;
+    }
+    stopped = outcome.report.fatal_fault;
+    report.properties.push_back(std::move(outcome));
+  }
+  report.verdict = verdict_of(report.properties);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace sgdc::conformance

@@ -1,0 +1,29 @@
+#pragma once
+/// \file
+/// Running worst-case statistics of one property over many cases.
+
+#include <array>
+#include <cstdint>
+
+#include "sgdc/reference/check.hpp"
+#include "sgdc/reference/oracle.hpp"
+
+namespace sgdc {
+
+/// Worst error/bound and worst ULP distance seen per output.
+struct Observations {
+  struct Worst {
+    double ratio = 0.0;
+    std::uint64_t ulps = 0;
+    bool seen = false;
+  };
+  std::array<Worst, 5> per_output{};
+
+  void record(Output o, const ElementCheck& c);
+  const Worst& of(Output o) const { return per_output[static_cast<int>(o)]; }
+  /// Worst over all outputs.
+  Worst overall() const;
+  void merge(const Observations& other);
+};
+
+}  // namespace sgdc

@@ -1,0 +1,60 @@
+#pragma once
+/// \file
+/// Runs a property over many generated cases, shrinks the first failure to a minimal
+/// counterexample, and reports worst-case statistics. Case i of a run depends only on
+/// the seed and i, so `--seed S --case I` replays it.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "sgdc/properties/property.hpp"
+
+namespace sgdc {
+
+/// How to run a property.
+struct RunOptions {
+  int cases = 100;  ///< passing cases wanted
+  std::uint64_t seed = 0;
+  std::optional<int> only_case;  ///< replay just this case index
+  int shrink_budget = 2000;      ///< most property evaluations spent shrinking
+  /// Called after each case with the number of cases run so far.
+  std::function<void(int)> progress;
+};
+
+/// A failure, before and after shrinking.
+struct Counterexample {
+  int case_index = 0;  ///< replay with RunOptions::only_case
+  Case original;
+  Case shrunk;
+  std::string message;  ///< the property's verdict on the shrunk case
+  int shrink_steps = 0;
+  /// The implementation broke while shrinking: `shrunk` is the smallest failure before.
+  std::optional<std::string> fault_while_shrinking;
+};
+
+/// Outcome of one property against one implementation.
+struct PropertyReport {
+  std::string property;
+  bool applicable = true;
+  int cases = 0;      ///< cases that ran to a verdict
+  int discarded = 0;  ///< generated cases the property could not use
+  bool passed = true;
+  Observations observations;
+  std::optional<Counterexample> counterexample;
+  std::optional<std::string> fault;  ///< the implementation broke: what happened
+  bool fatal_fault = false;          ///< no further property can run
+  bool not_run = false;              ///< skipped: the implementation broke before it
+  double seconds = 0.0;
+};
+
+/// Runs `property` against `impl`.
+PropertyReport run_property(const Property& property, Implementation& impl,
+                            const RunOptions& options);
+
+/// The case a run with `seed` draws as number `index` for `property` (size grows with
+/// the index: 0 for the first case, 100 from the hundredth on).
+rc::Shrinkable<Case> draw(const Property& property, std::uint64_t seed, int index);
+
+}  // namespace sgdc

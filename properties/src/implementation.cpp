@@ -1,1 +1,0 @@
-#include "sgdc/properties/implementation.hpp"

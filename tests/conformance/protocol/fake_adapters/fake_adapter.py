@@ -1,0 +1,203 @@
+"""Fake protocol v1 adapters for the protocol client's tests (Python 3 stdlib only).
+
+Usage: python3 fake_adapter.py MODE [PID_FILE]
+
+The well-behaved modes compute the step in float32 (each operation rounded with
+struct), so the worked example of shared/spec/step.md comes out exactly. Every other
+mode breaks the protocol in one way, named by MODE:
+
+  good               correct; all capabilities; the Python kit's extension fields
+  minimal            correct; no capabilities, no extension fields
+  reject             answers every case with op "error"
+  stderr_chatter     correct, after writing 1 MiB to stderr for every case
+  bad_protocol       hello reply says protocol 2
+  hello_not_json     hello reply is not JSON
+  exit_immediately   exits with status 3 before reading anything
+  hang_in_handshake  never answers hello
+  crash_after_2      answers 2 cases, then exits with status 1
+  hang               never answers a case
+  hang_ignore_term   never answers a case, ignores SIGTERM, writes its pid to PID_FILE
+  hang_no_read       after the handshake, stops reading stdin
+  hang_grandchild    starts a sleeping grandchild, writes its pid to PID_FILE, hangs
+  noise              writes a log line to stdout before the answer
+  wrong_id           answers with id + 1
+  short_array        kernel has one value too few
+  bad_base64         kernel is not valid base64
+  step_string        step is the string "1"
+  step_nan           step is the (non-JSON) literal NaN
+  step_float         step is 1.5
+  missing_grad       promises grads, leaves out grad_bias
+  unterminated       writes half an answer without a newline and exits with status 1
+  sleeper            (internal) the grandchild of hang_grandchild
+"""
+
+import base64
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+FOREVER = 3600
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def decode(text):
+    raw = base64.b64decode(text, validate=True)
+    return list(struct.unpack("<%df" % (len(raw) // 4), raw))
+
+
+def encode(values):
+    return base64.b64encode(struct.pack("<%df" % len(values), *values)).decode("ascii")
+
+
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def split(total, parts):
+    return [total // parts + (1 if s < total % parts else 0) for s in range(parts)]
+
+
+def sgd_step(msg):
+    """One plain SGD step of y = x @ W + b with mean-squared error, in float32."""
+    n, d, k = msg["n"], msg["d"], msg["k"]
+    lr = decode(msg["lr"])[0]
+    w, b, x, y = (decode(msg[key]) for key in ("kernel", "bias", "x", "y"))
+    r = [0.0] * (n * k)
+    for i in range(n):
+        for j in range(k):
+            acc = 0.0
+            for t in range(d):
+                acc = f32(acc + f32(x[i * d + t] * w[t * k + j]))
+            r[i * k + j] = f32(f32(acc + b[j]) - y[i * k + j])
+    count = n * k
+    loss = 0.0
+    for v in r:
+        loss = f32(loss + f32(v * v))
+    loss = f32(loss / count)
+    scale = f32(2.0 / count)
+    gw = [0.0] * (d * k)
+    for t in range(d):
+        for j in range(k):
+            acc = 0.0
+            for i in range(n):
+                acc = f32(acc + f32(x[i * d + t] * r[i * k + j]))
+            gw[t * k + j] = f32(scale * acc)
+    gb = [0.0] * k
+    for j in range(k):
+        acc = 0.0
+        for i in range(n):
+            acc = f32(acc + r[i * k + j])
+        gb[j] = f32(scale * acc)
+    kernel = [f32(w[i] - f32(lr * gw[i])) for i in range(d * k)]
+    bias = [f32(b[j] - f32(lr * gb[j])) for j in range(k)]
+    shards = [{"kernel": kc, "bias": bc}
+              for kc, bc in zip(split(d * k, msg["num_shards"]), split(k, msg["num_shards"]))]
+    return {"op": "result", "id": msg["id"], "loss": encode([loss]), "kernel": encode(kernel),
+            "bias": encode(bias), "step": msg["step"] + 1, "grad_kernel": encode(gw),
+            "grad_bias": encode(gb), "shards": shards}
+
+
+def write_pid(pid):
+    """Writes `pid` to PID_FILE (argv[2]) atomically, so a reader never sees half."""
+    tmp = sys.argv[2] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(pid))
+    os.replace(tmp, sys.argv[2])
+
+
+def hello(mode):
+    if mode == "hang_in_handshake":
+        time.sleep(FOREVER)
+    if mode == "hello_not_json":
+        sys.stdout.write("hello there\n")
+        sys.stdout.flush()
+        return
+    reply = {"op": "hello", "protocol": 2 if mode == "bad_protocol" else 1,
+             "name": "fake-" + mode, "version": "0.1",
+             "capabilities": [] if mode == "minimal" else ["grads", "step_counter", "shard_layout"]}
+    if mode != "minimal":
+        reply.update({"subnormals": "ieee", "unit_roundoff": 2.0 ** -24, "sharded": False})
+    send(reply)
+
+
+def answer(mode, msg, count):
+    if mode == "crash_after_2" and count == 3:
+        sys.stderr.write("fake: crashing on case 3\n")
+        sys.exit(1)
+    if mode in ("hang", "hang_ignore_term"):
+        time.sleep(FOREVER)
+    if mode == "hang_grandchild":
+        child = subprocess.Popen([sys.executable, os.path.abspath(__file__), "sleeper"])
+        write_pid(child.pid)
+        time.sleep(FOREVER)
+    if mode == "reject":
+        send({"op": "error", "id": msg["id"], "message": "fake: rejecting every case"})
+        return
+    if mode == "unterminated":
+        sys.stdout.write('{"op":"result","id":')
+        sys.stdout.flush()
+        sys.exit(1)
+    if mode == "stderr_chatter":
+        for i in range(16384):
+            sys.stderr.write("chatter line %05d: %s\n" % (i, "x" * 40))
+        sys.stderr.write("chatter end of case %d\n" % count)
+        sys.stderr.flush()
+    if mode == "noise":
+        print("loading weights...", flush=True)
+    res = sgd_step(msg)
+    if mode == "minimal":
+        for key in ("step", "grad_kernel", "grad_bias", "shards"):
+            del res[key]
+    elif mode == "wrong_id":
+        res["id"] += 1
+    elif mode == "short_array":
+        res["kernel"] = encode(decode(res["kernel"])[:-1])
+    elif mode == "bad_base64":
+        res["kernel"] = "AAAAP!=="
+    elif mode == "step_string":
+        res["step"] = str(res["step"])
+    elif mode == "step_nan":
+        res["step"] = float("nan")
+    elif mode == "step_float":
+        res["step"] = 1.5
+    elif mode == "missing_grad":
+        del res["grad_bias"]
+    send(res)
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "sleeper":
+        time.sleep(FOREVER)
+        return
+    if mode == "hang_ignore_term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        write_pid(os.getpid())
+    if mode == "exit_immediately":
+        sys.stderr.write("fake: exiting at once\n")
+        sys.exit(3)
+    count = 0
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg["op"] == "hello":
+            hello(mode)
+            if mode == "hang_no_read":
+                time.sleep(FOREVER)
+        elif msg["op"] == "bye":
+            break
+        elif msg["op"] == "step":
+            count += 1
+            answer(mode, msg, count)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+#include "sgdc/conformance/protocol/messages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sgdc::protocol {
+namespace {
+
+// The worked example of shared/spec/step.md, as in the protocol spec's example case.
+Case worked_example() {
+  Case c;
+  c.n = 2;
+  c.d = 1;
+  c.k = 1;
+  c.kernel = {1.0f};
+  c.bias = {0.0f};
+  c.x = {1.0f, 2.0f};
+  c.y = {0.0f, 0.0f};
+  c.lr = 0.1f;
+  c.num_shards = 1;
+  c.step = 0;
+  return c;
+}
+
+Capabilities all_capabilities() {
+  Capabilities c;
+  c.grads = c.step_counter = c.shard_layout = true;
+  return c;
+}
+
+std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+
+// The spec's example answer, with `replace` spliced in for the part after the id.
+std::string answer(const std::string& id = "7",
+                   const std::string& rest =
+                       R"("loss":"AAAgQA==","kernel":"AAAAPw==","bias":"mpmZvg==",)"
+                       R"("step":1,"grad_kernel":"AACgQA==","grad_bias":"AABAQA==")") {
+  return R"({"op":"result","id":)" + id + "," + rest + "}";
+}
+
+// decode_answer fails with a ProtocolError whose message contains `needle`.
+void expect_protocol_error(const std::string& line, const std::string& needle,
+                           Capabilities promised = all_capabilities(),
+                           const Case& c = worked_example()) {
+  try {
+    decode_answer(line, 7, c, promised);
+    ADD_FAILURE() << "accepted: " << line;
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+void expect_hello_error(const std::string& line, const std::string& needle) {
+  try {
+    decode_hello(line);
+    ADD_FAILURE() << "accepted: " << line;
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Messages, HelloAndBye) {
+  EXPECT_EQ(encode_hello(), R"({"op":"hello","protocol":1})");
+  EXPECT_EQ(encode_bye(), R"({"op":"bye"})");
+}
+
+TEST(Messages, SpecExampleCaseEncodesExactly) {
+  EXPECT_EQ(encode_step(7, worked_example()),
+            R"({"op":"step","id":7,"n":2,"d":1,"k":1,"num_shards":1,"step":0,)"
+            R"("lr":"zczMPQ==","kernel":"AACAPw==","bias":"AAAAAA==","x":"AACAPwAAAEA=",)"
+            R"("y":"AAAAAAAAAAA="})");
+}
+
+TEST(Messages, SpecExampleResultDecodes) {
+  Capabilities promised;
+  promised.grads = promised.step_counter = true;
+  const StepOutcome out = decode_answer(answer(), 7, worked_example(), promised);
+  ASSERT_TRUE(out.result.has_value());
+  EXPECT_TRUE(out.rejection.empty());
+  const StepResult& r = *out.result;
+  EXPECT_EQ(r.loss, 2.5f);
+  EXPECT_EQ(r.kernel, std::vector<float>{0.5f});
+  ASSERT_EQ(r.bias.size(), 1u);
+  EXPECT_EQ(bits(r.bias[0]), bits(-0.3f));
+  EXPECT_EQ(r.grad_kernel, std::vector<float>{5.0f});
+  EXPECT_EQ(r.grad_bias, std::vector<float>{3.0f});
+  EXPECT_EQ(r.step, 1);
+  EXPECT_FALSE(r.shards.has_value()) << "shard_layout was not promised";
+}
+
+TEST(Messages, UnpromisedOutputsAreIgnored) {
+  const StepOutcome out = decode_answer(answer("7", R"("loss":"AAAgQA==","kernel":"AAAAPw==",)"
+                                                    R"("bias":"mpmZvg==","step":"junk",)"
+                                                    R"("grad_bias":"!","extra":[1,2])"),
+                                        7, worked_example(), Capabilities{});
+  ASSERT_TRUE(out.result.has_value());
+  EXPECT_FALSE(out.result->step.has_value());
+  EXPECT_FALSE(out.result->grad_kernel.has_value());
+  EXPECT_FALSE(out.result->grad_bias.has_value());
+}
+
+TEST(Messages, ShardsDecode) {
+  Capabilities promised;
+  promised.shard_layout = true;
+  const StepOutcome out = decode_answer(
+      answer("7", R"("loss":"AAAgQA==","kernel":"AAAAPw==","bias":"mpmZvg==",)"
+                  R"("shards":[{"kernel":1,"bias":0},{"kernel":0,"bias":1,"device":"gpu:1"}])"),
+      7, worked_example(), promised);
+  ASSERT_TRUE(out.result && out.result->shards);
+  ASSERT_EQ(out.result->shards->size(), 2u);
+  EXPECT_EQ((*out.result->shards)[0].kernel, 1);
+  EXPECT_EQ((*out.result->shards)[0].bias, 0);
+  EXPECT_EQ((*out.result->shards)[1].kernel, 0);
+  EXPECT_EQ((*out.result->shards)[1].bias, 1);
+}
+
+TEST(Messages, ErrorAnswerIsARejection) {
+  const StepOutcome out = decode_answer(R"({"op":"error","id":7,"message":"lr must be finite"})", 7,
+                                        worked_example(), all_capabilities());
+  EXPECT_FALSE(out.result.has_value());
+  EXPECT_EQ(out.rejection, "lr must be finite");
+  const StepOutcome empty = decode_answer(R"({"op":"error","id":7,"message":""})", 7,
+                                          worked_example(), all_capabilities());
+  EXPECT_FALSE(empty.rejection.empty());
+}
+
+TEST(Messages, EncodersRoundTrip) {
+  Declaration d;
+  d.name = "x";
+  d.version = "1";
+  d.capabilities = all_capabilities();
+  d.capabilities.sharded = true;
+  d.arithmetic.u = unit_roundoff::bfloat16;
+  d.arithmetic.subnormals = Subnormals::flush_to_zero;
+  const Declaration back = decode_hello(encode_hello_reply(d));
+  EXPECT_EQ(back.name, "x");
+  EXPECT_TRUE(back.capabilities.grads && back.capabilities.step_counter &&
+              back.capabilities.shard_layout && back.capabilities.sharded);
+  EXPECT_EQ(back.arithmetic.u, unit_roundoff::bfloat16);
+  EXPECT_EQ(back.arithmetic.subnormals, Subnormals::flush_to_zero);
+
+  StepResult r;
+  r.loss = 2.5f;
+  r.kernel = {0.5f};
+  r.bias = {-0.3f};
+  r.step = 1;
+  r.grad_kernel = std::vector<float>{5.0f};
+  r.grad_bias = std::vector<float>{3.0f};
+  EXPECT_EQ(encode_result(7, r), answer());
+  r.shards = std::vector<ShardPart>{{1, 1}};
+  const StepOutcome out =
+      decode_answer(encode_result(7, r), 7, worked_example(), all_capabilities());
+  ASSERT_TRUE(out.result && out.result->shards);
+  EXPECT_EQ(out.result->shards->at(0).kernel, 1);
+
+  EXPECT_EQ(decode_answer(encode_error(7, "no"), 7, worked_example(), {}).rejection, "no");
+}
+
+TEST(Messages, HelloReplyOfTheSpec) {
+  const Declaration d = decode_hello(
+      R"({"op":"hello","protocol":1,"name":"flax-nnx","version":"0.12.12",)"
+      R"("capabilities":["grads","step_counter","shard_layout","telepathy"],"extra":{}})");
+  EXPECT_EQ(d.name, "flax-nnx");
+  EXPECT_EQ(d.version, "0.12.12");
+  EXPECT_TRUE(d.capabilities.grads);
+  EXPECT_TRUE(d.capabilities.step_counter);
+  EXPECT_TRUE(d.capabilities.shard_layout);
+  // Extension defaults.
+  EXPECT_FALSE(d.capabilities.sharded);
+  EXPECT_EQ(d.arithmetic.u, 0x1p-24);
+  EXPECT_EQ(d.arithmetic.subnormals, Subnormals::ieee);
+}
+
+TEST(Messages, HelloExtensionFieldsOfThePythonKit) {
+  const Declaration d =
+      decode_hello(R"({"op":"hello","protocol":1,"name":"torch","version":"2.3","capabilities":[],)"
+                   R"("subnormals":"ftz","unit_roundoff":0.00048828125,"sharded":true})");
+  EXPECT_EQ(d.arithmetic.subnormals, Subnormals::flush_to_zero);
+  EXPECT_EQ(d.arithmetic.u, 0x1p-11);
+  EXPECT_TRUE(d.capabilities.sharded);
+  EXPECT_FALSE(d.capabilities.grads);
+}
+
+TEST(Messages, HelloReplyRejections) {
+  expect_hello_error("hello", "hello reply is not JSON");
+  expect_hello_error("[1]", "hello reply is not a JSON object");
+  expect_hello_error(R"({"op":"result","protocol":1})", R"(op "result", expected "hello")");
+  expect_hello_error(R"({"op":"hello","protocol":2,"name":"a","version":"1","capabilities":[]})",
+                     "adapter speaks protocol 2, the suite speaks protocol 1");
+  expect_hello_error(R"({"op":"hello","protocol":"1","name":"a","version":"1","capabilities":[]})",
+                     "protocol \"1\"");
+  expect_hello_error(R"({"op":"hello","name":"a","version":"1","capabilities":[]})", "no protocol");
+  expect_hello_error(R"({"op":"hello","protocol":1,"version":"1","capabilities":[]})", "no name");
+  expect_hello_error(R"({"op":"hello","protocol":1,"name":"a","version":1,"capabilities":[]})",
+                     "version is not a string");
+  expect_hello_error(R"({"op":"hello","protocol":1,"name":"a","version":"1"})", "no capabilities");
+  expect_hello_error(
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":"grads"})",
+      "capabilities is not a list");
+  expect_hello_error(R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[1]})",
+                     "capabilities[0] is not a string");
+  const std::string base =
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[],)";
+  expect_hello_error(base + R"("subnormals":"daz"})", R"(expected "ieee" or "ftz")");
+  expect_hello_error(base + R"("unit_roundoff":0})", "unit_roundoff is 0");
+  expect_hello_error(base + R"("unit_roundoff":"2^-24"})", "unit_roundoff");
+  expect_hello_error(base + R"("sharded":"yes"})", "sharded is not true or false");
+}
+
+TEST(Messages, AnswerRejections) {
+  expect_protocol_error("loading weights...", "answer is not JSON");
+  expect_protocol_error("", "answer is not JSON");
+  expect_protocol_error(R"("result")", "answer is not a JSON object");
+  expect_protocol_error(R"({"id":7})", "answer has no op");
+  expect_protocol_error(R"({"op":"hello","id":7})", R"(op "hello", expected "result" or "error")");
+  expect_protocol_error(answer("8"), "answer has id 8, expected 7");
+  expect_protocol_error(answer("\"7\""), "answer has id \"7\", expected 7");
+  expect_protocol_error(R"({"op":"error","id":null,"message":"malformed message"})",
+                        "answer has id null, expected 7 (error: \"malformed message\")");
+  expect_protocol_error(R"({"op":"result"})", "answer has no id");
+  expect_protocol_error(R"({"op":"error","id":7})", "error answer has no message");
+}
+
+TEST(Messages, ArrayRejections) {
+  const std::string head = R"("loss":"AAAgQA==",)";
+  expect_protocol_error(answer("7", head + R"("bias":"mpmZvg==")"), "answer has no kernel");
+  expect_protocol_error(answer("7", head + R"("kernel":[0.5],"bias":"mpmZvg==")"),
+                        "kernel is not a base64 string");
+  expect_protocol_error(answer("7", head + R"("kernel":"AAAAP!==","bias":"mpmZvg==")"),
+                        "kernel is not valid base64: invalid character '!' at offset 5");
+  expect_protocol_error(answer("7", head + R"("kernel":"AAAAPwAAAD8=","bias":"mpmZvg==")"),
+                        "kernel has 2 values, expected 1");
+  expect_protocol_error(answer("7", R"("loss":"","kernel":"AAAAPw==","bias":"mpmZvg==")"),
+                        "loss has 0 values, expected 1");
+  expect_protocol_error(answer("7", head + R"("kernel":"AAAAPw==","bias":"mpmZ")"),
+                        "bias is not valid base64: 3 bytes is not a whole number");
+
+  Case two_by_two = worked_example();
+  two_by_two.d = 2;
+  two_by_two.k = 2;
+  expect_protocol_error(answer("7", head + R"("kernel":"AAAAAAAAAAAAAAAA","bias":"AAAAAAAAAAA=")"),
+                        "kernel has 3 values, expected 4", {}, two_by_two);
+}
+
+TEST(Messages, PromisedOutputsAreRequiredAndChecked) {
+  const std::string base = R"("loss":"AAAgQA==","kernel":"AAAAPw==","bias":"mpmZvg==")";
+  Capabilities grads;
+  grads.grads = true;
+  expect_protocol_error(answer("7", base + R"(,"grad_kernel":"AACgQA==")"),
+                        R"(answer lacks grad_bias, which capability "grads" promises)", grads);
+  expect_protocol_error(answer("7", base + R"(,"grad_kernel":"AACgQA==","grad_bias":"")"),
+                        "grad_bias has 0 values, expected 1", grads);
+
+  Capabilities counter;
+  counter.step_counter = true;
+  expect_protocol_error(answer("7", base), R"(answer lacks step, which capability "step_counter")",
+                        counter);
+  expect_protocol_error(answer("7", base + R"(,"step":"1")"), R"(step is not an integer: "1")",
+                        counter);
+  expect_protocol_error(answer("7", base + R"(,"step":1.5)"), "step is not an integer: 1.5",
+                        counter);
+  expect_protocol_error(answer("7", base + R"(,"step":1.0)"), "step is not an integer", counter);
+  expect_protocol_error(answer("7", base + R"(,"step":true)"), "step is not an integer: true",
+                        counter);
+  expect_protocol_error(answer("7", base + R"(,"step":NaN)"), "answer is not JSON", counter);
+  expect_protocol_error(answer("7", base + R"(,"step":18446744073709551615)"),
+                        "step is not an integer", counter);
+
+  Capabilities layout;
+  layout.shard_layout = true;
+  expect_protocol_error(answer("7", base), "answer lacks shards", layout);
+  expect_protocol_error(answer("7", base + R"(,"shards":{"kernel":1})"), "shards is not a list",
+                        layout);
+  expect_protocol_error(answer("7", base + R"(,"shards":[3])"), "shards[0] is not an object",
+                        layout);
+  expect_protocol_error(answer("7", base + R"(,"shards":[{"kernel":1,"bias":0},{"kernel":1}])"),
+                        "shards[1] has no bias", layout);
+  expect_protocol_error(answer("7", base + R"(,"shards":[{"kernel":1,"bias":-1}])"),
+                        "shards[0].bias is not a non-negative integer: -1", layout);
+  expect_protocol_error(answer("7", base + R"(,"shards":[{"kernel":0.5,"bias":0}])"),
+                        "shards[0].kernel is not a non-negative integer: 0.5", layout);
+}
+
+TEST(Messages, QuotedAdapterOutputIsValidUtf8) {
+  try {
+    decode_answer("\xff\xfe garbage \x01", 7, worked_example(), {});
+    FAIL();
+  } catch (const ProtocolError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\xff'), std::string::npos) << what;
+    EXPECT_NE(what.find("\\x01"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace sgdc::protocol
