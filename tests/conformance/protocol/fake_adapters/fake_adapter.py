@@ -14,7 +14,7 @@ mode breaks the protocol in one way, named by MODE:
   hello_not_json     hello reply is not JSON
   exit_immediately   exits with status 3 before reading anything
   hang_in_handshake  never answers hello
-  crash_after_2      answers 2 cases, then exits with status 1
+  crash_after_N      answers N cases (e.g. crash_after_2), then exits with status 1
   hang               never answers a case
   hang_ignore_term   never answers a case, ignores SIGTERM, writes its pid to PID_FILE
   hang_no_read       after the handshake, stops reading stdin
@@ -33,6 +33,7 @@ mode breaks the protocol in one way, named by MODE:
 
 import base64
 import json
+import math
 import os
 import signal
 import struct
@@ -44,7 +45,10 @@ FOREVER = 3600
 
 
 def f32(x):
-    return struct.unpack("<f", struct.pack("<f", x))[0]
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:  # rounds beyond float32's range: infinity, as float32 arithmetic gives
+        return math.copysign(math.inf, x)
 
 
 def decode(text):
@@ -129,8 +133,8 @@ def hello(mode):
 
 
 def answer(mode, msg, count):
-    if mode == "crash_after_2" and count == 3:
-        sys.stderr.write("fake: crashing on case 3\n")
+    if mode.startswith("crash_after_") and count == int(mode[len("crash_after_"):]) + 1:
+        sys.stderr.write(f"fake: crashing on case {count}\n")
         sys.exit(1)
     if mode in ("hang", "hang_ignore_term"):
         time.sleep(FOREVER)

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Faults are results, not crashes: the CLI against broken adapters.
+
+    test_cli_faults.py CLI FAKE_ADAPTER PYTHON
+
+Each case runs `CLI run --impl 'PYTHON FAKE_ADAPTER MODE'` and checks the exit status
+(2: nothing could be tested; 1: a fault mid-run), that it returns promptly, that the
+report names the case and the problem and keeps what was measured, and that no
+adapter process is left running. Ends with an 'N passed, N failed' line.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+CLI, FAKE, PYTHON = sys.argv[1:4]
+results = {"passed": 0, "failed": 0}
+
+
+def run(mode, *extra, pid_file=None):
+    impl = f"{PYTHON} {FAKE} {mode}" + (f" {pid_file}" if pid_file else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        start = time.monotonic()
+        p = subprocess.run([CLI, "run", "--impl", impl, "--json", report, *extra],
+                           capture_output=True, text=True, timeout=120)
+        elapsed = time.monotonic() - start
+        data = json.load(open(report)) if os.path.exists(report) else None
+    return p, elapsed, data
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead; it only waits for its parent.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def check(name, condition, detail=""):
+    results["passed" if condition else "failed"] += 1
+    print(f"{'ok  ' if condition else 'FAIL'} {name}" + ("" if condition else f": {detail}"))
+
+
+def no_fake_left():
+    out = subprocess.run(["pgrep", "-f", FAKE], capture_output=True, text=True).stdout.split()
+    # This script's own command line names the fake too.
+    return [pid for pid in out if int(pid) != os.getpid() and alive(int(pid))]
+
+
+# Nothing could be tested: exit 2, promptly, saying why.
+for mode, words in [("bad_protocol", "protocol"), ("hello_not_json", "JSON"),
+                    ("exit_immediately", "status 3"), ("hang_in_handshake", "within")]:
+    p, t, _ = run(mode, "--handshake-timeout", "1")
+    check(f"{mode}: exit 2", p.returncode == 2, f"exit {p.returncode}: {p.stderr}")
+    check(f"{mode}: names the problem", words in p.stderr, p.stderr)
+    check(f"{mode}: prompt", t < 10, f"{t:.1f} s")
+
+p = subprocess.run([CLI, "run", "--impl", "/nonexistent/adapter --flag"], capture_output=True,
+                   text=True, timeout=60)
+check("missing command: exit 2", p.returncode == 2, f"exit {p.returncode}")
+check("missing command: says so", "not found" in p.stderr, p.stderr)
+
+# Crash mid-run: exit 1, the report keeps what was measured before.
+p, t, data = run("crash_after_150")
+check("crash: exit 1", p.returncode == 1, f"exit {p.returncode}")
+props = {q["name"]: q for q in data["properties"]} if data else {}
+check("crash: earlier property kept", props.get("accuracy", {}).get("verdict") == "pass"
+      and props["accuracy"]["cases"] == 100, json.dumps(props.get("accuracy")))
+fault = props.get("shard_invariance", {}).get("fault", "")
+check("crash: fault names case and status", "exited with status 1" in fault
+      and "crashing on case 151" in fault, fault)
+check("crash: later properties not run",
+      props.get("determinism", {}).get("verdict") == "not run", json.dumps(props.get("determinism")))
+
+# Hangs: the per-case timeout ends the run; no process survives, grandchildren included.
+for mode in ["hang", "hang_ignore_term", "hang_no_read"]:
+    pid_file = tempfile.mktemp()
+    p, t, data = run(mode, "--timeout", "1", pid_file=pid_file)
+    check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}: {p.stdout[-500:]}")
+    check(f"{mode}: prompt", t < 15, f"{t:.1f} s")
+    check(f"{mode}: fault reported", "FAULT" in p.stdout, p.stdout[-500:])
+
+pid_file = tempfile.mktemp()
+p, t, _ = run("hang_grandchild", "--timeout", "1", pid_file=pid_file)
+grandchild = int(open(pid_file).read()) if os.path.exists(pid_file) else None
+check("hang_grandchild: exit 1", p.returncode == 1, f"exit {p.returncode}")
+check("hang_grandchild: grandchild stopped", grandchild is not None and not alive(grandchild),
+      f"pid {grandchild}")
+
+# Answers outside the protocol: exit 1 and the problem named.
+for mode, words in [("noise", "not JSON"), ("wrong_id", "id"), ("short_array", "values"),
+                    ("bad_base64", "base64"), ("step_string", "step"), ("step_nan", "JSON"),
+                    ("step_float", "step"), ("missing_grad", "grad_bias"),
+                    ("unterminated", "status 1")]:
+    p, t, data = run(mode, "--timeout", "5")
+    fault = next((q.get("fault", "") for q in (data or {}).get("properties", []) if q.get("fault")), "")
+    check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}")
+    check(f"{mode}: names case and problem", "case 1" in fault and words in fault, fault)
+
+# Rejections are answers: every property fails with the adapter's message, no fault.
+p, t, data = run("reject")
+check("reject: exit 1", p.returncode == 1, f"exit {p.returncode}")
+check("reject: counterexample, not fault",
+      data and all("fault" not in q and "rejected a" in q["counterexample"]["message"]
+                   for q in data["properties"] if q["verdict"] == "FAIL"), p.stdout[-400:])
+
+check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
+print(f"{results['passed']} passed, {results['failed']} failed")
+sys.exit(1 if results["failed"] else 0)
