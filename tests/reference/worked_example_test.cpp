@@ -3,22 +3,10 @@
 
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/oracle.hpp"
+#include "sgdc/reference/worked_example.hpp"
 
 namespace sgdc {
 namespace {
-
-Case worked_example() {
-  Case c;
-  c.n = 2;
-  c.d = 1;
-  c.k = 1;
-  c.kernel = {1.0f};
-  c.bias = {0.0f};
-  c.x = {1.0f, 2.0f};
-  c.y = {0.0f, 0.0f};
-  c.lr = 0.1f;
-  return c;
-}
 
 TEST(WorkedExample, ExactValues) {
   const auto v = evaluate_step<Rational>(worked_example());

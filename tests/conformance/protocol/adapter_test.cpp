@@ -1,4 +1,5 @@
 #include "sgdc/conformance/protocol/adapter.hpp"
+#include "sgdc/reference/worked_example.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,19 +17,6 @@ namespace sgdc::protocol {
 namespace {
 
 using namespace testing;
-
-Case worked_example() {
-  Case c;
-  c.n = 2;
-  c.d = 1;
-  c.k = 1;
-  c.kernel = {1.0f};
-  c.bias = {0.0f};
-  c.x = {1.0f, 2.0f};
-  c.y = {0.0f, 0.0f};
-  c.lr = 0.1f;
-  return c;
-}
 
 // d = k = 2, so that array-length faults cannot pass by accident.
 Case two_by_two() {
