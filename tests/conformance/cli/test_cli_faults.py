@@ -11,6 +11,7 @@ adapter process is left running. Ends with an 'N passed, N failed' line.
 
 import json
 import os
+import xml.etree.ElementTree as ElementTree
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,16 @@ check("crash: fault names case and status", "exited with status 1" in fault
       and "crashing on case 151" in fault, fault)
 check("crash: later properties not run",
       props.get("determinism", {}).get("verdict") == "not run", json.dumps(props.get("determinism")))
+
+# The JUnit report of a run with a fault is well-formed and names the failing property.
+with tempfile.TemporaryDirectory() as tmp:
+    junit = os.path.join(tmp, "junit.xml")
+    subprocess.run([CLI, "run", "--impl", f"{PYTHON} {FAKE} crash_after_150", "--junit", junit],
+                   capture_output=True, timeout=120)
+    cases = ElementTree.parse(junit).getroot().findall(".//testcase")
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    check("junit: one testcase per property, the crash as failure",
+          len(cases) >= 8 and "shard_invariance" in failed, f"{len(cases)} cases, failed {failed}")
 
 # Hangs: the per-case timeout ends the run; no process survives, grandchildren included.
 for mode in ["hang", "hang_ignore_term", "hang_no_read"]:
