@@ -194,8 +194,12 @@ def handle(msg, step, hello, capabilities):
     return True
 
 
-def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_roundoff=2**-24, sharded=False):
-    """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0."""
+def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_roundoff=2**-24, sharded=False,
+          max_shards=None):
+    """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0.
+
+    `max_shards` (optional): the most shards the implementation can run, e.g. its device
+    count; the suite then asks for no larger num_shards of its own choosing."""
     capabilities = list(capabilities)
     unknown = [c for c in capabilities if c not in CAPABILITIES]
     if unknown:
@@ -205,6 +209,10 @@ def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_round
     hello = {"op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
              "capabilities": capabilities, "subnormals": subnormals,
              "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded)}
+    if max_shards is not None:
+        if not isinstance(max_shards, int) or max_shards < 1:
+            raise ValueError("max_shards must be a positive integer")
+        hello["max_shards"] = max_shards
     for line in sys.stdin.buffer:
         if not line.strip():
             continue

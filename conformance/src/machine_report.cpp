@@ -105,6 +105,15 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                {"seconds", p.seconds},
                {"worst", worst_json(p.observations.overall())},
                {"worst_per_output", per_output}};
+    if (const auto& s = p.observations.shard_storage) {
+      json bytes = json::array();
+      for (std::int64_t v : s->values) bytes.push_back(v * std::int64_t{sizeof(float)});
+      jp["stored_bytes_per_shard"] = {{"d", s->d},
+                                      {"k", s->k},
+                                      {"num_shards", s->shards},
+                                      {"bytes", bytes},
+                                      {"meaning", "parameter storage, not peak memory"}};
+    }
     if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;
     if (p.fault) jp["fault"] = *p.fault;

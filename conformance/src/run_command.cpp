@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "sgdc/conformance/fixtures/counterexample.hpp"
+#include "sgdc/conformance/fixtures/fixture_json.hpp"
 #include "sgdc/conformance/machine_report.hpp"
 #include "sgdc/conformance/protocol/adapter_start_failure.hpp"
 #include "sgdc/conformance/text_report.hpp"
@@ -46,6 +48,25 @@ bool write_file(const std::string& path, Writer write) {
   return true;
 }
 
+// Each shrunk counterexample as a fixture in `dir`, ready to commit as a regression test.
+bool save_failures(const SuiteReport& report, const std::string& dir) {
+  if (dir.empty()) return true;
+  for (const PropertyOutcome& o : report.properties) {
+    const auto& cx = o.report.counterexample;
+    if (!cx) continue;
+    try {
+      const auto f = fixtures::counterexample_fixture(o.report.property, *cx, report.declaration,
+                                                      report.options.seed);
+      fmt::print("saved counterexample: {}\n", fixtures::write_fixture(f, dir).string());
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "sgd-conformance: cannot save the counterexample of {}: {}\n",
+                 o.report.property, e.what());
+      return false;
+    }
+  }
+  return true;
+}
+
 int could_not_test(const RunCommand& a, const std::string& why) {
   fmt::print(stderr, "sgd-conformance: could not test {}: {}\n", a.impl, why);
   return static_cast<int>(Verdict::could_not_test);
@@ -65,6 +86,8 @@ void add_run_options(CLI::App& cmd, RunCommand& a, bool with_impl) {
   cmd.add_option("--property", a.suite.only, "Run only this property (repeatable)");
   cmd.add_option("--case", a.only_case, "Replay only this case index")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--shards", a.suite.num_shards, "Give every generated case this num_shards")
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--timeout", a.open.case_timeout_s, "Seconds an adapter may take per case")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -74,6 +97,8 @@ void add_run_options(CLI::App& cmd, RunCommand& a, bool with_impl) {
       ->capture_default_str();
   cmd.add_option("--json", a.json_path, "Write the JSON report to FILE");
   cmd.add_option("--junit", a.junit_path, "Write a JUnit XML report to FILE");
+  cmd.add_option("--save-failures", a.save_failures_dir,
+                 "Write each shrunk counterexample as a fixture file to DIR");
   cmd.add_option("--xfails", a.xfails_path,
                  "Known deviations: lines 'skip|xfail PROPERTY[:MESSAGE]  # reason'");
   cmd.add_option("--expect", a.expect,
@@ -106,7 +131,8 @@ int execute(RunCommand& a, const std::function<std::unique_ptr<Implementation>()
       write_file(a.json_path,
                  [&](std::ostream& os) { write_json_report(os, report, a.replay_prefix); }) &&
       write_file(a.junit_path,
-                 [&](std::ostream& os) { write_junit_report(os, report, a.replay_prefix); });
+                 [&](std::ostream& os) { write_junit_report(os, report, a.replay_prefix); }) &&
+      save_failures(report, a.save_failures_dir);
   if (!written || report.verdict == Verdict::could_not_test)
     return static_cast<int>(Verdict::could_not_test);
   // An expected rejection must be a counterexample: an implementation that broke down

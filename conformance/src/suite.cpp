@@ -71,6 +71,7 @@ SuiteReport run_suite(Implementation& impl, const SuiteOptions& options) {
     run.cases = options.cases;
     run.seed = options.seed;
     run.only_case = options.only_case;
+    run.num_shards = options.num_shards;
     if (options.progress) {
       const int wanted = options.only_case ? 1 : options.cases;
       run.progress = [&, name = p.name](int done) { options.progress(name, done, wanted); };

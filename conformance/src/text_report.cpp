@@ -55,6 +55,17 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
                w.seen ? std::to_string(w.ulps) : "-", p.seconds);
   }
   for (const PropertyOutcome& o : r.properties) {
+    const auto& s = o.report.observations.shard_storage;
+    if (!s) continue;
+    std::string bytes;
+    for (std::int64_t v : s->values) bytes += fmt::format(" {}", v * std::int64_t{sizeof(float)});
+    fmt::print(os,
+               "\nstored bytes per shard ({}, last case d={} k={} num_shards={}):{}\n"
+               "  parameter storage, not peak memory: (D+1)*K/S float32 values per shard; "
+               "gathered copies, gradients, activations and buffers come on top\n",
+               o.report.property, s->d, s->k, s->shards, bytes);
+  }
+  for (const PropertyOutcome& o : r.properties) {
     if (!o.skip_reason.empty()) fmt::print(os, "\nskip {}: {}\n", o.report.property, o.skip_reason);
     if (!o.xfail_reason.empty())
       fmt::print(os, "\nxfail {}: expected, because {}\n", o.report.property, o.xfail_reason);

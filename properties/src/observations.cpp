@@ -30,6 +30,7 @@ void Observations::merge(const Observations& other) {
     w.ratio = std::max(w.ratio, o.ratio);
     w.ulps = std::max(w.ulps, o.ulps);
   }
+  if (other.shard_storage) shard_storage = other.shard_storage;
 }
 
 }  // namespace sgdc

@@ -8,6 +8,7 @@
 
 #include "sgdc/properties/compare.hpp"
 #include "sgdc/properties/generators.hpp"
+#include "sgdc/properties/placement.hpp"
 #include "sgdc/properties/property.hpp"
 #include "sgdc/reference/float32.hpp"
 
@@ -62,6 +63,9 @@ Verdict accuracy(Implementation& impl, const Case& c, Observations& obs) {
 Verdict shard_invariance(Implementation& impl, const Case& c, Observations& obs) {
   // 1, the generated count, counts that do not divide n, and one larger than n.
   std::set<int> counts = {1, 2, 3, c.num_shards, c.n + 1};
+  // An implementation bounded by its devices is not asked for more shards than it has.
+  if (const int most = impl.declaration().capabilities.max_shards; most > 0)
+    std::erase_if(counts, [&](int s) { return s > most; });
   const bool sharded = impl.declaration().capabilities.sharded;
   const Expectation e = expect(c, impl.declaration().arithmetic);
   std::optional<StepResult> first;
@@ -224,6 +228,18 @@ Verdict special_values(Implementation& impl, const Case& c, Observations& obs) {
                                    bad.size(), to_string(d.arithmetic.subnormals), list(bad)));
 }
 
+Verdict placement(Implementation& impl, const Case& c, Observations& obs) {
+  auto r = run(impl, c);
+  if (auto* v = std::get_if<Verdict>(&r)) return *v;
+  const std::vector<ShardPart>& shards = *std::get<StepResult>(r).shards;
+  Observations::ShardStorage stored{c.d, c.k, c.num_shards, {}};
+  for (const ShardPart& p : shards) stored.values.push_back(p.kernel + p.bias);
+  obs.shard_storage = std::move(stored);
+  if (auto why = layout_violation(shards, c.d, c.k, c.num_shards))
+    return Verdict::fail(fmt::format("with num_shards={}: {}", c.num_shards, *why));
+  return Verdict::pass();
+}
+
 std::vector<Property> make_properties() {
   CaseProfile distinguishable;
   distinguishable.lr = LrRegime::usual;
@@ -255,6 +271,12 @@ std::vector<Property> make_properties() {
                "NaN, infinities, -0 and subnormals are handled as declared: outputs that "
                "depend on a non-finite input are non-finite, the rest within the bound",
                always, special_cases(), special_values});
+  p.push_back({"placement",
+               "each shard stores its own part of the parameters: the parts cover every "
+               "parameter exactly once, sized by the remainder rule (flat (D+1)*K vector "
+               "split as numpy.array_split)",
+               [](const Declaration& d) { return d.capabilities.shard_layout; }, any_case(),
+               placement});
   return p;
 }
 

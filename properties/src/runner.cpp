@@ -73,6 +73,12 @@ PropertyReport run_property(const Property& property, Implementation& impl,
   const int last = options.only_case ? first : first + 10 * wanted;
   for (int index = first; index <= last && report.cases < wanted; ++index) {
     rc::Shrinkable<Case> drawn = draw(property, options.seed, index);
+    if (options.num_shards) {
+      drawn = rc::shrinkable::map(std::move(drawn), [s = *options.num_shards](Case c) {
+        c.num_shards = s;
+        return c;
+      });
+    }
     try {
       const Verdict v = evaluate(property, impl, drawn.value(), report.observations);
       if (v.kind == Verdict::Kind::discard) {

@@ -42,10 +42,11 @@ RC_GTEST_PROP(Properties, Determinism, ()) { check("determinism"); }
 RC_GTEST_PROP(Properties, StepCounter, ()) { check("step_counter"); }
 RC_GTEST_PROP(Properties, ZeroLr, ()) { check("zero_lr"); }
 RC_GTEST_PROP(Properties, SpecialValues, ()) { check("special_values"); }
+RC_GTEST_PROP(Properties, Placement, ()) { check("placement"); }
 
 TEST(Properties, EveryPropertyHasATest) {
   // Keeps this file in step with the catalogue: a new property needs its RC_GTEST_PROP.
-  EXPECT_EQ(properties().size(), 8u);
+  EXPECT_EQ(properties().size(), 9u);
 }
 
 }  // namespace

@@ -9,6 +9,8 @@ namespace sgdc::cli {
 void add_run(CLI::App& app, const char* argv0);
 void add_mutants(CLI::App& app);
 void add_list(CLI::App& app);
+void add_storage(CLI::App& app);
+void add_fixtures(CLI::App& app);
 
 /// Exit status of the subcommand that ran.
 int exit_status();

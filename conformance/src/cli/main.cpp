@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   sgdc::cli::add_run(app, argv[0]);
   sgdc::cli::add_mutants(app);
   sgdc::cli::add_list(app);
+  sgdc::cli::add_storage(app);
+  sgdc::cli::add_fixtures(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -22,6 +22,8 @@ void add_run(CLI::App& app, const char* argv0) {
   conformance::add_run_options(*cmd, *args, true);
   cmd->callback([args, program = std::string(argv0)] {
     args->replay_prefix = fmt::format("{} run --impl {}", program, shell_quote(args->impl));
+    if (args->suite.num_shards)
+      args->replay_prefix += fmt::format(" --shards {}", *args->suite.num_shards);
     set_exit_status(conformance::execute(
         *args, [&] { return conformance::open_implementation(args->impl, args->open); }));
   });

@@ -32,7 +32,8 @@ json parse_object(std::string_view line, std::string_view what) {
   json j;
   try {
     j = json::parse(line);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number beyond double's range is out_of_range.406.
     // Drop nlohmann's "[json.exception.parse_error.101] " prefix: noise in a report.
     std::string_view why = e.what();
     if (const auto end = why.find("] "); why.starts_with("[json.") && end != why.npos) {
@@ -192,6 +193,12 @@ Declaration decode_hello(std::string_view line) {
     if (!s->is_boolean()) bad(fmt::format("sharded is not true or false: {}", show(*s)));
     d.capabilities.sharded = s->get<bool>();
   }
+  if (const auto m = j.find("max_shards"); m != j.end()) {
+    if (!m->is_number_integer() || m->get<std::int64_t>() < 1 ||
+        m->get<std::int64_t>() > std::numeric_limits<int>::max())
+      bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
+    d.capabilities.max_shards = m->get<int>();
+  }
   return d;
 }
 
@@ -258,7 +265,7 @@ std::string encode_hello_reply(const Declaration& d) {
   if (d.capabilities.grads) caps.push_back("grads");
   if (d.capabilities.step_counter) caps.push_back("step_counter");
   if (d.capabilities.shard_layout) caps.push_back("shard_layout");
-  const ojson j = {
+  ojson j = {
       {"op", "hello"},
       {"protocol", protocol_version},
       {"name", d.name},
@@ -268,6 +275,7 @@ std::string encode_hello_reply(const Declaration& d) {
       {"unit_roundoff", d.arithmetic.u},
       {"sharded", d.capabilities.sharded},
   };
+  if (d.capabilities.max_shards > 0) j["max_shards"] = d.capabilities.max_shards;
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 

@@ -17,6 +17,7 @@ struct SuiteOptions {
   std::uint64_t seed = 1;
   std::vector<std::string> only;  ///< property names; empty: all
   std::optional<int> only_case;   ///< replay one case index
+  std::optional<int> num_shards;  ///< force this num_shards on every generated case
   /// Known deviations of this implementation (`--xfails FILE`).
   std::vector<ExpectedDeviation> expectations;
   /// Called with (property, cases done, cases wanted) as a run progresses.

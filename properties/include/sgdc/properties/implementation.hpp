@@ -21,6 +21,9 @@ struct Capabilities {
   /// Really splits the work over num_shards, so results may differ across shard counts
   /// within the bound; an unsharded implementation must give identical bits.
   bool sharded = false;
+  /// The most shards the implementation can run (e.g. its device count); 0: no limit.
+  /// Properties that choose shard counts themselves stay within it.
+  int max_shards = 0;
 };
 
 /// Who is under test and how it computes.

@@ -18,7 +18,9 @@ struct RunOptions {
   int cases = 100;  ///< passing cases wanted
   std::uint64_t seed = 0;
   std::optional<int> only_case;  ///< replay just this case index
-  int shrink_budget = 2000;      ///< most property evaluations spent shrinking
+  /// Every drawn case (and every shrink of it) gets this num_shards.
+  std::optional<int> num_shards;
+  int shrink_budget = 2000;  ///< most property evaluations spent shrinking
   /// Called after each case with the number of cases run so far.
   std::function<void(int)> progress;
 };

@@ -36,8 +36,9 @@ std::string encode_bye();
 /// strings ("grads", "step_counter", "shard_layout"; unknown ones are ignored for
 /// forward compatibility). Reads the optional extension fields "subnormals" ("ieee" or
 /// "ftz", default ieee), "unit_roundoff" (a number in (0, 1), default 2^-24) and
-/// "sharded" (bool, default false) into Declaration::arithmetic and
-/// Capabilities::sharded. Other fields are ignored. Throws ProtocolError.
+/// "sharded" (bool, default false) and "max_shards" (a positive integer, default no
+/// limit) into Declaration::arithmetic, Capabilities::sharded and
+/// Capabilities::max_shards. Other fields are ignored. Throws ProtocolError.
 Declaration decode_hello(std::string_view line);
 
 /// Decodes the adapter's answer to case `id`: a result, or its rejection of the input

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The step sharded with JAX SPMD over num_shards CPU devices: ZeRO-3 / FSDP placement.
+
+    conformance/python/run-jax-spmd-adapter [--mutant NAME]
+    conformance/python/run-jax-spmd-adapter --dump-hlo N,D,K,S   # compiled HLO, then exit
+
+Devices: JAX on the CPU is given MAX_DEVICES (8) host devices before it is imported
+(`--xla_force_host_platform_device_count`); a case with num_shards = S runs on a
+one-axis mesh ("shards") of the first S of them. A larger S is rejected, and the hello
+reply says so (max_shards = 8), so the suite asks for no more.
+
+Parameters: one flat vector of P = (D + 1) * K values (kernel row-major, then bias),
+split into S contiguous parts as numpy.array_split does (the first P % S shards hold one
+value more). JAX shards an array only in equal blocks, so the parameters live in an
+array [S, C] with C = ceil(P / S), sharded NamedSharding(mesh, P("shards", None)): row s
+is device s's part, its unused tail (at most one slot) zero padding that no result reads.
+
+Batch: rows are split the same way (array_split) into an array [S, R, D] (R = ceil(N/S))
+sharded on its first axis; padding rows are masked out of the residual with a select,
+so they add exact zeros and never a NaN. The loss is divided by N*K, the real count.
+
+The step is one jax.jit of the global computation with these shardings: gathering the
+parameters from the flat shards, the residual on each batch shard, value_and_grad, and
+p - lr*g on the sharded parameters. XLA's SPMD partitioner inserts the collectives
+(all-gather of the parameters, all-reduce / reduce-scatter of the loss and gradient
+partial sums); `--dump-hlo` prints the compiled module so a test can see them. One
+executable per (N, D, K, S), reused for every case of that shape (lr is an argument).
+
+Layout: the `shards` reported are read from the updated parameter array itself: for
+each of its `addressable_shards`, which rows of [S, C] that device holds, counted as
+kernel or bias elements (padding excluded).
+
+Subnormals: XLA on CPU flushes subnormals (FTZ/DAZ), so subnormals="ftz".
+
+Mutants (--mutant, each a sharding bug the suite must reject):
+  no_average           each shard differentiates its own mean loss and the partial
+                       gradients are summed across shards without dividing by S (an
+                       all-reduce SUM of shard means instead of the global mean)
+  drop_remainder_rows  each shard takes N // S rows; the N % S remainder rows are lost
+  full_replica         every device keeps the whole parameter vector (replicated, not
+                       sharded) and the layout says so: a placement violation
+"""
+
+import argparse
+import collections
+import os
+import sys
+
+MAX_DEVICES = 8
+
+os.environ["JAX_PLATFORMS"] = "cpu"
+# The device count is fixed when JAX initialises its backend, so it is set before import.
+_flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in _flags:
+    os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={MAX_DEVICES}".strip()
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
+jax, jnp, np = sgdc_adapter.require("jax", "jax.numpy", "numpy")
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+
+F32 = np.float32
+MUTANTS = ("no_average", "drop_remainder_rows", "full_replica")
+
+
+def split_sizes(total, parts):
+    """Sizes of numpy.array_split(range(total), parts): the remainder goes to the first parts."""
+    q, r = divmod(total, parts)
+    return [q + 1 if s < r else q for s in range(parts)]
+
+
+def slots(total, parts, width):
+    """Position of each of `total` values in a [parts, width] array, array_split-placed."""
+    out, start = np.empty(total, dtype=np.int32), 0
+    for s, size in enumerate(split_sizes(total, parts)):
+        out[start:start + size] = s * width + np.arange(size)
+        start += size
+    return out
+
+
+class ShardedStep:
+    """The jitted step for one (n, d, k, S), with its mesh and placements."""
+
+    def __init__(self, n, d, k, shards, mutant=None):
+        if jax.device_count() < shards:
+            raise sgdc_adapter.RejectCase(f"at most {jax.device_count()} shards (CPU devices)")
+        self.n, self.d, self.k, self.shards, self.mutant = n, d, k, shards, mutant
+        self.values = (d + 1) * k
+        self.width = -(-self.values // shards)            # C = ceil(P / S)
+        self.rows = max(1, -(-n // shards))                # R = ceil(N / S)
+        self.param_slots = slots(self.values, shards, self.width)
+        self.row_slots = slots(n, shards, self.rows)
+        self.owner = np.full(shards * self.width, -1, dtype=np.int64)
+        self.owner[self.param_slots] = np.arange(self.values)
+        self.owner = self.owner.reshape(shards, self.width)
+
+        self.mesh = Mesh(np.array(jax.devices()[:shards]), ("shards",))
+        spec = PartitionSpec() if mutant == "full_replica" else PartitionSpec("shards", None)
+        self.param_sharding = NamedSharding(self.mesh, spec)
+        self.batch_sharding = NamedSharding(self.mesh, PartitionSpec("shards", None, None))
+        self.mask_sharding = NamedSharding(self.mesh, PartitionSpec("shards", None))
+        self.replicated = replicated = NamedSharding(self.mesh, PartitionSpec())
+        self.fn = jax.jit(
+            self._step,
+            in_shardings=(self.param_sharding, self.batch_sharding, self.batch_sharding,
+                          self.mask_sharding, replicated),
+            out_shardings=(replicated, self.param_sharding, self.param_sharding))
+
+    def _mask_and_counts(self):
+        """Which padded rows are real, and the per-shard row counts."""
+        kept = self.n
+        if self.mutant == "drop_remainder_rows":
+            kept = (self.n // self.shards) * self.shards
+        real = np.zeros(self.shards * self.rows, dtype=bool)
+        real[self.row_slots[:kept]] = True
+        return real.reshape(self.shards, self.rows), kept
+
+    def _step(self, params, x, y, mask, lr):
+        d, k = self.d, self.k
+        real, kept = self._mask_and_counts()
+        count = F32(kept * k)
+        param_slots = jnp.asarray(self.param_slots)
+
+        def residual(params):
+            # FSDP's all-gather: every device needs the whole layer for its batch shard.
+            full = jax.lax.with_sharding_constraint(params, self.replicated)
+            flat = full.reshape(-1)[param_slots]
+            kernel, bias = flat[:d * k].reshape(d, k), flat[d * k:]
+            r = jnp.einsum("srd,dk->srk", x, kernel) + bias - y
+            return jnp.where(mask[..., None], r, F32(0))   # select: padding never leaks NaN
+
+        def loss_fn(params):
+            r = residual(params)
+            return jnp.sum(r * r) / count
+
+        def shard_mean_sum(params):
+            # The no_average bug: sum over shards of each shard's own mean loss.
+            r = residual(params)
+            per_shard = jnp.asarray(np.maximum(real.sum(axis=1), 1) * k, dtype=F32)
+            return jnp.sum(jnp.sum(r * r, axis=(1, 2)) / per_shard)
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        if self.mutant == "no_average":
+            grads = jax.grad(shard_mean_sum)(params)
+        return loss, params - lr * grads, grads
+
+    def place(self, case):
+        """The case's inputs as sharded device arrays."""
+        flat = np.zeros(self.shards * self.width, dtype=F32)
+        flat[self.param_slots] = np.concatenate([case.kernel.reshape(-1), case.bias])
+        x = np.zeros((self.shards * self.rows, self.d), dtype=F32)
+        y = np.zeros((self.shards * self.rows, self.k), dtype=F32)
+        x[self.row_slots], y[self.row_slots] = case.x, case.y
+        mask, _ = self._mask_and_counts()
+        return (jax.device_put(flat.reshape(self.shards, self.width), self.param_sharding),
+                jax.device_put(x.reshape(self.shards, self.rows, self.d), self.batch_sharding),
+                jax.device_put(y.reshape(self.shards, self.rows, self.k), self.batch_sharding),
+                jax.device_put(mask, self.mask_sharding),
+                jnp.asarray(case.lr, dtype=F32))
+
+    def unflatten(self, array):
+        flat = np.asarray(array).reshape(-1)[self.param_slots]
+        return flat[:self.d * self.k].reshape(self.d, self.k), flat[self.d * self.k:]
+
+    def layout(self, array):
+        """Per mesh device, the kernel and bias elements its addressable shard of `array` holds."""
+        dk, per_device = self.d * self.k, {}
+        for shard in array.addressable_shards:
+            held = self.owner[shard.index[0]]
+            held = held[held >= 0]
+            per_device[shard.device] = {"kernel": int(np.sum(held < dk)), "bias": int(np.sum(held >= dk))}
+        return [per_device[dev] for dev in self.mesh.devices.flat]
+
+    def hlo(self):
+        """The compiled, partitioned HLO module as text."""
+        args = (jax.ShapeDtypeStruct((self.shards, self.width), F32, sharding=self.param_sharding),
+                jax.ShapeDtypeStruct((self.shards, self.rows, self.d), F32, sharding=self.batch_sharding),
+                jax.ShapeDtypeStruct((self.shards, self.rows, self.k), F32, sharding=self.batch_sharding),
+                jax.ShapeDtypeStruct((self.shards, self.rows), bool, sharding=self.mask_sharding),
+                jax.ShapeDtypeStruct((), F32))
+        return self.fn.lower(*args).compile().as_text()
+
+
+_steps = collections.OrderedDict()
+_CACHED_STEPS = 256  # executables kept, least recently used dropped: bounds the memory
+
+
+def sharded_step(n, d, k, shards, mutant=None):
+    """The cached ShardedStep for this shape and shard count."""
+    key = (n, d, k, shards, mutant)
+    if key in _steps:
+        _steps.move_to_end(key)
+    else:
+        _steps[key] = ShardedStep(n, d, k, shards, mutant)
+        if len(_steps) > _CACHED_STEPS:
+            _steps.popitem(last=False)
+    return _steps[key]
+
+
+def compiled_hlo(n, d, k, shards, mutant=None):
+    """Compiled HLO text of the step for this shape and shard count."""
+    return sharded_step(n, d, k, shards, mutant).hlo()
+
+
+def step(case, mutant=None):
+    if case.num_shards > MAX_DEVICES:
+        raise sgdc_adapter.RejectCase(f"at most {MAX_DEVICES} shards (CPU devices)")
+    s = sharded_step(case.n, case.d, case.k, case.num_shards, mutant)
+    loss, new_params, grads = s.fn(*s.place(case))
+    kernel, bias = s.unflatten(new_params)
+    grad_kernel, grad_bias = s.unflatten(grads)
+    return {"loss": np.asarray(loss, dtype=F32), "kernel": kernel, "bias": bias,
+            "grad_kernel": grad_kernel, "grad_bias": grad_bias, "shards": s.layout(new_params)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mutant", choices=MUTANTS, help="inject one sharding bug")
+    parser.add_argument("--dump-hlo", metavar="N,D,K,S",
+                        help="print the compiled HLO of the step for this shape and exit")
+    args = parser.parse_args()
+    if args.dump_hlo:
+        n, d, k, shards = (int(v) for v in args.dump_hlo.split(","))
+        # sgdc_adapter keeps the original stdout for protocol lines; the dump goes there.
+        sgdc_adapter._proto.write(compiled_hlo(n, d, k, shards, args.mutant))
+        sgdc_adapter._proto.flush()
+        return
+    sgdc_adapter.serve(
+        lambda case: step(case, args.mutant),
+        name="jax-spmd" if args.mutant is None else f"jax-spmd-mutant-{args.mutant}",
+        version=jax.__version__,
+        capabilities=("grads", "shard_layout"),
+        subnormals="ftz",
+        sharded=True,
+        max_shards=MAX_DEVICES,
+    )
+
+
+if __name__ == "__main__":
+    main()

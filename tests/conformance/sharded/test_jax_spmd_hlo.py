@@ -1,0 +1,85 @@
+"""The JAX SPMD adapter is really sharded: its compiled HLO has the collectives, and its
+arrays are placed one part per device.
+
+    .venv-flax/bin/python tests/conformance/sharded/test_jax_spmd_hlo.py
+
+Exits 77 (skipped) when JAX is not installed in the interpreter that runs it.
+"""
+
+import os
+import re
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ADAPTERS = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters")
+sys.path.insert(0, ADAPTERS)
+try:
+    import jax  # noqa: F401  (only to learn whether the test can run)
+except ImportError as e:
+    print(f"skipped: jax is not installed ({e})", file=sys.stderr)
+    sys.exit(77)
+import jax_spmd_step as spmd  # noqa: E402  (sets the device count before JAX initialises)
+import numpy as np  # noqa: E402
+
+COLLECTIVE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(-start)?\(")
+
+
+def collectives(hlo):
+    return {m.group(1) for m in COLLECTIVE.finditer(hlo)}
+
+
+class Case:
+    def __init__(self, n, d, k, shards, seed=0):
+        rng = np.random.default_rng(seed)
+        self.n, self.d, self.k, self.num_shards, self.step = n, d, k, shards, 0
+        self.lr = np.float32(0.1)
+        self.kernel = rng.standard_normal((d, k)).astype(np.float32)
+        self.bias = rng.standard_normal(k).astype(np.float32)
+        self.x = rng.standard_normal((n, d)).astype(np.float32)
+        self.y = rng.standard_normal((n, k)).astype(np.float32)
+
+
+class HloCollectives(unittest.TestCase):
+    def test_one_shard_has_no_collectives(self):
+        self.assertEqual(collectives(spmd.compiled_hlo(5, 3, 2, 1)), set())
+
+    def test_sharded_step_gathers_parameters_and_reduces_gradients(self):
+        # Shapes that divide S and shapes that do not (N = 5, P = (3+1)*2 = 8).
+        for shards in range(2, spmd.MAX_DEVICES + 1):
+            with self.subTest(shards=shards):
+                found = collectives(spmd.compiled_hlo(5, 3, 2, shards))
+                self.assertIn("all-gather", found, "parameters are not gathered")
+                self.assertTrue(found & {"all-reduce", "reduce-scatter"},
+                                f"no reduction across shards: {found}")
+
+    def test_replica_mutant_gathers_nothing(self):
+        found = collectives(spmd.compiled_hlo(5, 3, 2, 4, "full_replica"))
+        self.assertNotIn("all-gather", found)
+
+
+class Placement(unittest.TestCase):
+    def test_each_device_holds_its_part(self):
+        for shards in range(1, spmd.MAX_DEVICES + 1):
+            with self.subTest(shards=shards):
+                out = spmd.step(Case(7, 3, 4, shards))
+                values = (3 + 1) * 4
+                sizes = [len(p) for p in np.array_split(np.arange(values), shards)]
+                self.assertEqual([s["kernel"] + s["bias"] for s in out["shards"]], sizes)
+                s = spmd.sharded_step(7, 3, 4, shards)
+                devices = {shard.device for shard in s.place(Case(7, 3, 4, shards))[0].addressable_shards}
+                self.assertEqual(len(devices), shards, "parts are not on distinct devices")
+
+    def test_results_match_numpy_for_every_shard_count(self):
+        c = Case(5, 3, 2, 1, seed=1)
+        r = c.x.astype(np.float64) @ c.kernel + c.bias - c.y
+        grad = 2.0 / (c.n * c.k) * c.x.T @ r
+        for shards in range(1, spmd.MAX_DEVICES + 1):
+            c.num_shards = shards
+            out = spmd.step(c)
+            np.testing.assert_allclose(out["grad_kernel"], grad, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(out["loss"], np.mean(r * r), rtol=1e-5)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,99 @@
+"""The torch.distributed adapter leaves no process behind, however it ends: at end of
+input, on SIGTERM, and when it is killed outright.
+
+    /usr/bin/python3 tests/conformance/sharded/test_torch_distributed_processes.py
+
+Exits 77 (skipped) when torch is not installed in the interpreter that runs it.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ADAPTER = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters",
+                       "torch_distributed_step.py")
+try:
+    import torch  # noqa: F401  (only to learn whether the test can run)
+except ImportError as e:
+    print(f"skipped: torch is not installed ({e})", file=sys.stderr)
+    sys.exit(77)
+
+# The worked example of shared/spec/step.md, with num_shards = 2.
+CASE = {"op": "step", "id": 1, "n": 2, "d": 1, "k": 1, "num_shards": 2, "step": 0,
+        "lr": "zczMPQ==", "kernel": "AACAPw==", "bias": "AAAAAA==", "x": "AACAPwAAAEA=",
+        "y": "AAAAAAAAAAA="}
+
+
+def descendants(pid):
+    """Every process below `pid`, from /proc."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Processes(unittest.TestCase):
+    def start(self):
+        p = subprocess.Popen([sys.executable, ADAPTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+        p.stdin.write('{"op":"hello","protocol":1}\n' + json.dumps(CASE) + "\n")
+        p.stdin.flush()
+        hello, result = json.loads(p.stdout.readline()), json.loads(p.stdout.readline())
+        self.assertEqual(hello["max_shards"], 8)
+        self.assertEqual(result["op"], "result", result)
+        self.assertEqual(result["kernel"], "AAAAPw==")  # W' = 0.5, as in the spec
+        workers = descendants(p.pid)
+        self.assertGreaterEqual(len(workers), 8)
+        return p, workers
+
+    def assert_gone(self, workers):
+        deadline = time.time() + 20
+        while time.time() < deadline and any(alive(w) for w in workers):
+            time.sleep(0.2)
+        self.assertEqual([w for w in workers if alive(w)], [], "worker processes survived")
+
+    def test_end_of_input(self):
+        p, workers = self.start()
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=30), 0)
+        self.assert_gone(workers)
+
+    def test_sigterm(self):
+        p, workers = self.start()
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+        self.assert_gone(workers)
+
+    def test_sigkill(self):
+        p, workers = self.start()
+        p.kill()
+        p.wait(timeout=30)
+        self.assert_gone(workers)
+
+
+if __name__ == "__main__":
+    unittest.main()
