@@ -16,7 +16,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git python3
   libeigen3-dev libboost1.81-dev libgmp-dev libmpfr-dev
   libgtest-dev librapidcheck-dev nlohmann-json3-dev libcli11-dev libfmt-dev libbenchmark-dev
-  clang-format
+  clang-format clang libclang-rt-14-dev
 )
 
 missing=()

@@ -74,7 +74,10 @@ SuiteReport run_suite(Implementation& impl, const SuiteOptions& options) {
     run.num_shards = options.num_shards;
     if (options.progress) {
       const int wanted = options.only_case ? 1 : options.cases;
-      run.progress = [&, name = p.name](int done) { options.progress(name, done, wanted); };
+      // `wanted` by value: this block ends before the runner calls back.
+      run.progress = [&options, wanted, name = p.name](int done) {
+        options.progress(name, done, wanted);
+      };
     }
     outcome.report = run_property(p, impl, run);
     if (const auto* x = find_xfail(options.expectations, outcome.report)) {

@@ -45,7 +45,10 @@ double gamma(double m, double u) {
 StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const ErrorModel& model) {
   const int n = c.n, d = c.d, k = c.k;
   const double u = model.u;
-  const auto [eta, tau] = subnormal_terms(model.subnormals);
+  // Plain variables, not a structured binding: lambdas below capture them, which clang
+  // before 16 rejects for bindings.
+  const Subnormal subnormal = subnormal_terms(model.subnormals);
+  const double eta = subnormal.eta, tau = subnormal.tau;
   const double count = static_cast<double>(n) * k;
   const double scale = 2.0 / count;
   const double lr = std::abs(static_cast<double>(c.lr));

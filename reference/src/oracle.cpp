@@ -2,8 +2,9 @@
 
 #include <cmath>
 
+#include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/error_bound.hpp"
-#include "sgdc/reference/exact_step.hpp"
+#include "sgdc/reference/rounded_step.hpp"
 
 namespace sgdc {
 
@@ -92,38 +93,39 @@ void zero_nonfinite(std::vector<float>& v) {
   }
 }
 
-template <class M>
-std::vector<double> magnitudes(const M& m) {
+std::vector<double> magnitudes(const std::vector<double>& values) {
   std::vector<double> out;
-  out.reserve(static_cast<std::size_t>(m.size()));
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    for (Eigen::Index j = 0; j < m.cols(); ++j) out.push_back(std::abs(round_to_double(m(i, j))));
-  }
+  out.reserve(values.size());
+  for (const double v : values) out.push_back(std::abs(v));
   return out;
 }
 
-template <class M>
-std::vector<Expected> expected_of(const M& m, const std::vector<ElementBound>& bounds,
+std::vector<double> magnitudes(const std::vector<RoundedValue>& values) {
+  std::vector<double> out;
+  out.reserve(values.size());
+  for (const RoundedValue& v : values) out.push_back(std::abs(v.value));
+  return out;
+}
+
+std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
+                                  const std::vector<ElementBound>& bounds,
                                   const std::vector<char>& poison) {
   std::vector<Expected> out;
   out.reserve(bounds.size());
-  std::size_t e = 0;
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
-    for (Eigen::Index j = 0; j < m.cols(); ++j, ++e) {
-      Expected x;
-      x.rounded = round_to_float32(m(i, j));
-      x.value = round_to_double(m(i, j));
-      x.bound = bounds[e].bound;
-      x.may_overflow = bounds[e].may_overflow;
-      x.must_be_nonfinite = poison[e] != 0;
-      out.push_back(x);
-    }
+  for (std::size_t e = 0; e < values.size(); ++e) {
+    Expected x;
+    x.rounded = values[e].rounded;
+    x.value = values[e].value;
+    x.bound = bounds[e].bound;
+    x.may_overflow = bounds[e].may_overflow;
+    x.must_be_nonfinite = poison[e] != 0;
+    out.push_back(x);
   }
   return out;
 }
-}  // namespace
 
-Expectation expect(const Case& c, const ErrorModel& model) {
+Expectation expect_with(const Case& c, const ErrorModel& model,
+                        RoundedStep (*evaluate)(const Case&)) {
   c.validate();
   const Poison poison = find_poison(c);
   Case finite = c;
@@ -133,7 +135,7 @@ Expectation expect(const Case& c, const ErrorModel& model) {
     for (auto* v : {&finite.kernel, &finite.bias, &finite.x, &finite.y}) zero_nonfinite(*v);
     if (bad(finite.lr)) finite.lr = 0.0f;
   }
-  const StepValues<Rational> exact = evaluate_step<Rational>(finite);
+  const RoundedStep exact = evaluate(finite);
 
   ExactMagnitudes mag;
   mag.residual = magnitudes(exact.residual);
@@ -141,13 +143,11 @@ Expectation expect(const Case& c, const ErrorModel& model) {
   mag.grad_bias = magnitudes(exact.grad_bias);
   mag.kernel = magnitudes(exact.kernel);
   mag.bias = magnitudes(exact.bias);
-  mag.loss = round_to_double(exact.loss);
+  mag.loss = exact.loss.value;
   const StepBounds bounds = error_bounds(finite, mag, model);
 
   Expectation out;
-  Matrix<Rational> loss(1, 1);
-  loss(0, 0) = exact.loss;
-  out.loss = expected_of(loss, {bounds.loss}, {static_cast<char>(poison.loss)});
+  out.loss = expected_of({exact.loss}, {bounds.loss}, {static_cast<char>(poison.loss)});
   out.kernel = expected_of(exact.kernel, bounds.kernel, poison.kernel);
   out.bias = expected_of(exact.bias, bounds.bias, poison.bias);
   out.grad_kernel = expected_of(exact.grad_kernel, bounds.grad_kernel, poison.grad_kernel);
@@ -157,6 +157,15 @@ Expectation expect(const Case& c, const ErrorModel& model) {
   out.step = c.step + 1;
   out.u = model.u;
   return out;
+}
+}  // namespace
+
+Expectation expect(const Case& c, const ErrorModel& model) {
+  return expect_with(c, model, certified_step);
+}
+
+Expectation expect_exact(const Case& c, const ErrorModel& model) {
+  return expect_with(c, model, round_exact_step);
 }
 
 }  // namespace sgdc

@@ -1,0 +1,77 @@
+// libFuzzer target: the decoders of what an adapter sends (protocol v1). Any input must
+// end in a decoded message or in the documented exception; anything else (a crash, a
+// sanitizer report, another exception type escaping) is a finding.
+//
+// Input layout: byte 0 picks the decoder, byte 1 the case shape (n, d, k in 1..4),
+// byte 2 the promised capabilities; the rest is the message text.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+
+#include "fuzz_input.hpp"
+#include "sgdc/conformance/protocol/base64.hpp"
+#include "sgdc/conformance/protocol/messages.hpp"
+
+namespace {
+
+sgdc::Case case_of_shape(std::uint8_t shape) {
+  sgdc::Case c;
+  c.n = 1 + (shape & 3);
+  c.d = 1 + ((shape >> 2) & 3);
+  c.k = 1 + ((shape >> 4) & 3);
+  c.kernel.assign(static_cast<std::size_t>(c.d * c.k), 0.5f);
+  c.bias.assign(static_cast<std::size_t>(c.k), 0.0f);
+  c.x.assign(static_cast<std::size_t>(c.n * c.d), 1.0f);
+  c.y.assign(static_cast<std::size_t>(c.n * c.k), 1.0f);
+  c.lr = 0.25f;
+  return c;
+}
+
+sgdc::Capabilities capabilities_of(std::uint8_t bits) {
+  sgdc::Capabilities p;
+  p.grads = (bits & 1) != 0;
+  p.step_counter = (bits & 2) != 0;
+  p.shard_layout = (bits & 4) != 0;
+  return p;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  sgdc::fuzz::FuzzInput in(data, size);
+  const std::uint8_t which = in.byte();
+  const sgdc::Case c = case_of_shape(in.byte());
+  const sgdc::Capabilities promised = capabilities_of(in.byte());
+  const std::string_view text = in.rest();
+  try {
+    switch (which % 3) {
+      case 0: {
+        // A hello that decodes must survive its own re-encoding.
+        const sgdc::Declaration d = sgdc::protocol::decode_hello(text);
+        (void)sgdc::protocol::decode_hello(sgdc::protocol::encode_hello_reply(d));
+        break;
+      }
+      case 1: {
+        const sgdc::StepOutcome o = sgdc::protocol::decode_answer(text, 7, c, promised);
+        if (o.result) {
+          // Likewise for a result: encoded again, it decodes again.
+          (void)sgdc::protocol::decode_answer(sgdc::protocol::encode_result(7, *o.result), 7, c,
+                                              promised);
+        }
+        break;
+      }
+      default: {
+        const std::vector<float> v = sgdc::protocol::decode_floats(text);
+        if (sgdc::protocol::decode_floats(sgdc::protocol::encode_floats(v)).size() != v.size()) {
+          __builtin_trap();
+        }
+        break;
+      }
+    }
+  } catch (const sgdc::protocol::ProtocolError&) {
+    // The documented rejection of a malformed message.
+  } catch (const std::invalid_argument&) {
+    // decode_floats' documented rejection of bad base64.
+  }
+  return 0;
+}

@@ -1,0 +1,35 @@
+#pragma once
+/// \file
+/// The fast oracle path: the step evaluated in double-word arithmetic with a rigorous
+/// running error bound, each value's correct rounding certified from its enclosure; a
+/// tighter evaluation that tracks its actual rounding errors where some value could not
+/// be certified, and the exact rational step only where even that fails (Ziv's
+/// strategy). Its results equal round_exact_step's bit for bit
+/// (docs/error-model.md, section 11). Light header: no Boost, no Eigen.
+
+#include <cstdint>
+
+#include "sgdc/reference/case.hpp"
+#include "sgdc/reference/rounded_step.hpp"
+
+namespace sgdc {
+
+/// The same values as round_exact_step(c), usually much faster. Uncertified elements
+/// are taken from the exact step, evaluated at most once per case, and counted in
+/// RoundedStep::fallback_elements. Inputs must be finite; throws std::invalid_argument
+/// otherwise or for shape errors.
+RoundedStep certified_step(const Case& c);
+
+/// Process-wide tallies of certified_step, since the program started.
+struct CertificationCounters {
+  std::uint64_t cases = 0;              ///< calls
+  std::uint64_t refined_cases = 0;      ///< calls that needed the tighter second evaluation
+  std::uint64_t exact_cases = 0;        ///< calls that evaluated the exact step
+  std::uint64_t elements = 0;           ///< values rounded (residuals included)
+  std::uint64_t fallback_elements = 0;  ///< of which taken from the exact step
+};
+
+/// The tallies so far (thread-safe).
+CertificationCounters certification_counters();
+
+}  // namespace sgdc

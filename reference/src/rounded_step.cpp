@@ -1,0 +1,45 @@
+#include "sgdc/reference/rounded_step.hpp"
+
+#include "sgdc/reference/exact_step.hpp"
+#include "sgdc/reference/rounding.hpp"
+
+namespace sgdc {
+
+std::size_t RoundedStep::elements() const {
+  return residual.size() + 1 + kernel.size() + bias.size() + grad_kernel.size() + grad_bias.size();
+}
+
+namespace {
+RoundedValue round_both(const Rational& q) { return {round_to_float32(q), round_to_double(q)}; }
+
+template <class M>
+std::vector<RoundedValue> round_all(const M& m) {
+  std::vector<RoundedValue> out;
+  out.reserve(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    for (Eigen::Index j = 0; j < m.cols(); ++j) out.push_back(round_both(m(i, j)));
+  }
+  return out;
+}
+}  // namespace
+
+RoundedStep round_exact_step(const Case& c) {
+  const StepValues<Rational> exact = evaluate_step<Rational>(c);
+  RoundedStep s;
+  s.residual.reserve(static_cast<std::size_t>(exact.residual.size()));
+  for (Eigen::Index i = 0; i < exact.residual.rows(); ++i) {
+    for (Eigen::Index j = 0; j < exact.residual.cols(); ++j) {
+      s.residual.push_back(round_to_double(exact.residual(i, j)));
+    }
+  }
+  s.loss = round_both(exact.loss);
+  s.kernel = round_all(exact.kernel);
+  s.bias = round_all(exact.bias);
+  s.grad_kernel = round_all(exact.grad_kernel);
+  s.grad_bias = round_all(exact.grad_bias);
+  s.fallback_elements = s.elements();
+  s.exact_evaluated = true;
+  return s;
+}
+
+}  // namespace sgdc

@@ -1,0 +1,148 @@
+// The certified fast path reproduces the exact path bit for bit: expect() (certified,
+// with exact fallback) against expect_exact() (exact rationals only) on every element
+// of many random cases from the project's generators, and the fallback rate printed.
+//
+// SGDC_AGREEMENT_CASES sets the number of cases (default 100000; the asan test preset
+// lowers it because the sanitizers slow the exact path twentyfold).
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "sgdc/properties/generators.hpp"
+#include "sgdc/reference/certified_step.hpp"
+#include "sgdc/reference/oracle.hpp"
+#include "sgdc/reference/rounded_step.hpp"
+
+namespace sgdc {
+namespace {
+
+long agreement_cases() {
+  const char* text = std::getenv("SGDC_AGREEMENT_CASES");
+  return text != nullptr ? std::stol(text) : 100000;
+}
+
+bool same(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+bool same(float a, float b) {
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+}
+
+// Every field of every element, bits compared (so -0 differs from +0).
+void expect_identical(const Expectation& fast, const Expectation& exact, const std::string& where) {
+  for (const Output o : all_outputs) {
+    const auto &f = fast.of(o), &e = exact.of(o);
+    ASSERT_EQ(f.size(), e.size()) << where;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const std::string at = where + " " + to_string(o) + "[" + std::to_string(i) + "]";
+      ASSERT_TRUE(same(f[i].rounded, e[i].rounded))
+          << at << ": " << f[i].rounded << " vs " << e[i].rounded;
+      ASSERT_TRUE(same(f[i].value, e[i].value)) << at << ": " << f[i].value << " vs " << e[i].value;
+      ASSERT_TRUE(same(f[i].bound, e[i].bound)) << at << ": " << f[i].bound << " vs " << e[i].bound;
+      ASSERT_EQ(f[i].may_overflow, e[i].may_overflow) << at;
+      ASSERT_EQ(f[i].must_be_nonfinite, e[i].must_be_nonfinite) << at;
+    }
+  }
+  for (std::size_t i = 0; i < fast.kernel_from_grad.size(); ++i)
+    ASSERT_TRUE(same(fast.kernel_from_grad[i], exact.kernel_from_grad[i])) << where;
+  for (std::size_t i = 0; i < fast.bias_from_grad.size(); ++i)
+    ASSERT_TRUE(same(fast.bias_from_grad[i], exact.bias_from_grad[i])) << where;
+}
+
+// One generator per kind of case, drawn in turn: the default mixture, each value
+// spread with cancellation-prone targets, and special values (NaN, inf, -0, subnormal,
+// near overflow), at sizes up to 12 (N, D, K).
+rc::Gen<Case> generator(long i) {
+  switch (i % 6) {
+    case 0:
+    case 1:
+      return any_case(12);
+    case 2:
+      return cases({.spread = Spread::unit, .lr = LrRegime::tiny, .cancellation = true});
+    case 3:
+      return cases({.spread = Spread::wide, .lr = LrRegime::mixed, .cancellation = true});
+    case 4:
+      return cases({.spread = Spread::extreme, .lr = LrRegime::mixed});
+    default:
+      return special_cases();
+  }
+}
+
+TEST(CertifiedStep, AgreesWithExactPathBitForBit) {
+  const long count = agreement_cases();
+  const CertificationCounters before = certification_counters();
+  rc::Random random(20240601);
+  for (long i = 0; i < count; ++i) {
+    const Case c = generator(i)(random.split(), static_cast<int>(i % 101)).value();
+    const std::string where = "case " + std::to_string(i) + " (n=" + std::to_string(c.n) +
+                              " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k) + ")";
+    ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), expect_exact(c), where));
+    // The ftz model's bounds use the same magnitudes; check they agree too, now and then.
+    if (i % 16 == 0) {
+      const ErrorModel ftz{.subnormals = Subnormals::flush_to_zero};
+      ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c, ftz), expect_exact(c, ftz), where));
+    }
+  }
+  const CertificationCounters after = certification_counters();
+  const auto cases = after.cases - before.cases;
+  const auto refined = after.refined_cases - before.refined_cases;
+  const auto exact_cases = after.exact_cases - before.exact_cases;
+  const auto elements = after.elements - before.elements;
+  const auto fallbacks = after.fallback_elements - before.fallback_elements;
+  std::cout << "certified path: " << cases << " evaluations, " << refined
+            << " needed the tighter evaluation (" << 100.0 * refined / cases << "%), "
+            << exact_cases << " needed the exact step (" << 100.0 * exact_cases / cases << "%); "
+            << fallbacks << " of " << elements << " values not certified ("
+            << 100.0 * fallbacks / elements << "%)\n";
+  RecordProperty("refined_cases", std::to_string(refined));
+  RecordProperty("exact_cases", std::to_string(exact_cases));
+  RecordProperty("fallback_elements", std::to_string(fallbacks));
+}
+
+// Exact zeros, exact float32 values and exact ties are certified or fall back, never
+// rounded wrongly: a hand-made case where r = 0 exactly and updates are exact.
+TEST(CertifiedStep, ExactValuesAndZeros) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {2.0f};
+  c.bias = {1.0f};
+  c.x = {3.0f};
+  c.y = {7.0f};
+  c.lr = 0.5f;
+  const RoundedStep fast = certified_step(c);
+  const RoundedStep exact = round_exact_step(c);
+  EXPECT_EQ(fast.fallback_elements, 0u);
+  EXPECT_FALSE(fast.exact_evaluated);
+  EXPECT_TRUE(same(fast.residual[0], 0.0));
+  EXPECT_TRUE(same(fast.loss.rounded, exact.loss.rounded));
+  EXPECT_TRUE(same(fast.grad_kernel[0].rounded, 0.0f));  // +0, not -0
+  EXPECT_TRUE(same(fast.kernel[0].rounded, 2.0f));
+}
+
+// A value exactly halfway between two float32 values (ties to even) is decided right.
+TEST(CertifiedStep, TiesAndUnderflowMatchExact) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {1.0f + 0x1p-23f};
+  c.bias = {0.0f};
+  c.x = {0x1p-75f};
+  c.y = {0x1p-100f};
+  c.lr = 0x1p-24f;
+  const RoundedStep fast = certified_step(c);
+  const RoundedStep exact = round_exact_step(c);
+  for (std::size_t i = 0; i < fast.kernel.size(); ++i) {
+    EXPECT_TRUE(same(fast.kernel[i].rounded, exact.kernel[i].rounded));
+    EXPECT_TRUE(same(fast.grad_kernel[i].rounded, exact.grad_kernel[i].rounded));
+  }
+  EXPECT_TRUE(same(fast.loss.rounded, exact.loss.rounded));
+  EXPECT_TRUE(same(fast.loss.value, exact.loss.value));
+}
+
+}  // namespace
+}  // namespace sgdc
