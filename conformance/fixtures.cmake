@@ -3,7 +3,7 @@
 # sgdc_fixtures sits below sgdc_conformance (whose `run --save-failures` writes
 # fixtures) and above sgdc::properties and sgdc::protocol (base64 float arrays), so the
 # dependencies still run reference <- properties <- conformance.
-add_library(sgdc_fixtures
+sgdc_add_library(fixtures INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/include SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/fixture.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/exact_value.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/derive.cpp
@@ -13,12 +13,6 @@ add_library(sgdc_fixtures
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/canonical.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/replay.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/fixtures/counterexample.cpp)
-add_library(sgdc::fixtures ALIAS sgdc_fixtures)
-set_target_properties(sgdc_fixtures PROPERTIES EXPORT_NAME fixtures OUTPUT_NAME sgdc_fixtures)
-target_compile_features(sgdc_fixtures PUBLIC cxx_std_20)
-target_include_directories(sgdc_fixtures PUBLIC
-  $<BUILD_INTERFACE:${CMAKE_CURRENT_LIST_DIR}/include>
-  $<INSTALL_INTERFACE:include>)
 # Provenance records the generator's version.
 target_compile_definitions(sgdc_fixtures PRIVATE SGDC_VERSION="${PROJECT_VERSION}")
 target_link_libraries(sgdc_fixtures
