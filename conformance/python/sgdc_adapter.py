@@ -186,7 +186,7 @@ def handle(msg, step, hello, capabilities):
             if not isinstance(e, RejectCase):
                 traceback.print_exc(file=sys.stderr)
             _send({"op": "error", "id": mid, "message": str(e) or type(e).__name__})
-        except Exception as e:  # noqa: BLE001 - an adapter bug must not kill the session
+        except Exception as e:  # noqa: BLE001 - an adapter bug must not end the run
             traceback.print_exc(file=sys.stderr)
             _send({"op": "error", "id": mid, "message": f"internal error: {type(e).__name__}: {e}"})
     else:
