@@ -22,15 +22,4 @@ Observations::Worst Observations::overall() const {
   return out;
 }
 
-void Observations::merge(const Observations& other) {
-  for (std::size_t i = 0; i < per_output.size(); ++i) {
-    const Worst& o = other.per_output[i];
-    Worst& w = per_output[i];
-    w.seen = w.seen || o.seen;
-    w.ratio = std::max(w.ratio, o.ratio);
-    w.ulps = std::max(w.ulps, o.ulps);
-  }
-  if (other.shard_storage) shard_storage = other.shard_storage;
-}
-
 }  // namespace sgdc

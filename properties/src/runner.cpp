@@ -7,11 +7,6 @@ namespace sgdc {
 
 namespace {
 
-// The property's verdict on one case; a fault propagates as ImplementationFault.
-Verdict evaluate(const Property& p, Implementation& impl, const Case& c, Observations& obs) {
-  return p.check(impl, c, obs);
-}
-
 Counterexample shrink(const Property& p, Implementation& impl, rc::Shrinkable<Case> failing,
                       std::string message, int index, int budget) {
   Counterexample cx;
@@ -26,7 +21,7 @@ Counterexample shrink(const Property& p, Implementation& impl, rc::Shrinkable<Ca
       Observations ignored;
       Verdict v;
       try {
-        v = evaluate(p, impl, candidate->value(), ignored);
+        v = p.check(impl, candidate->value(), ignored);
       } catch (const ImplementationFault& f) {
         if (f.fatal()) {
           // Keep the smallest failure found so far; the fault is reported beside it.
@@ -80,7 +75,7 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       });
     }
     try {
-      const Verdict v = evaluate(property, impl, drawn.value(), report.observations);
+      const Verdict v = property.check(impl, drawn.value(), report.observations);
       if (v.kind == Verdict::Kind::discard) {
         ++report.discarded;
         continue;

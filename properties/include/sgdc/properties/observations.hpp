@@ -32,7 +32,6 @@ struct Observations {
   const Worst& of(Output o) const { return per_output[static_cast<int>(o)]; }
   /// Worst over all outputs.
   Worst overall() const;
-  void merge(const Observations& other);
 };
 
 }  // namespace sgdc
