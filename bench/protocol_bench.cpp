@@ -1,13 +1,16 @@
 // Protocol round trip per case against the NumPy adapter: the suite encodes a case,
 // the adapter decodes it, runs the NumPy step, encodes the result, and the suite
-// decodes and validates it. bench/numpy_step_inprocess.py times the same NumPy step
-// without the protocol; the difference is the protocol's overhead.
+// decodes and validates it. The adapter (bench/timed_numpy_adapter.py) times its own
+// step() in the same run; counters: round_trip_us and step_us per case, and
+// overhead_pct = (round trip - step) / round trip.
 //
 // SGDC_BENCH_PYTHON names the interpreter (default /usr/bin/python3, which has
 // Debian's NumPy).
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <regex>
 #include <string>
 
 #include "random_case.hpp"
@@ -19,21 +22,60 @@ namespace {
 std::string adapter_command() {
   const char* python = std::getenv("SGDC_BENCH_PYTHON");
   return std::string(python != nullptr ? python : "/usr/bin/python3") +
-         " " SGDC_SOURCE_DIR "/conformance/python/adapters/numpy_step.py";
+         " " SGDC_SOURCE_DIR "/bench/timed_numpy_adapter.py";
 }
 
-void BM_NumpyRoundTrip(benchmark::State& state) {
+// Seconds the adapter spent in step() over `cases` cases, from its last stderr line.
+bool step_seconds(const std::string& stderr_tail, double& seconds, double& cases) {
+  static const std::regex line(R"(timed-step: (\d+) cases, ([0-9.eE+-]+) s in step\(\))");
+  std::smatch m;
+  if (!std::regex_search(stderr_tail, m, line)) return false;
+  cases = std::stod(m[1]);
+  seconds = std::stod(m[2]);
+  return true;
+}
+
+// Arrays as raw payload bytes (the binary extension, what the suite negotiates) or as
+// base64 inside the JSON line (protocol v1 as published).
+void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays) {
   const int s = static_cast<int>(state.range(0));
   const Case c = random_case(s, s, s);
-  protocol::ProtocolAdapter adapter(adapter_command(), 60.0, 60.0);
+  protocol::ProtocolAdapter adapter(adapter_command(), 60.0, 60.0, {}, arrays);
+  if (adapter.array_encoding() != arrays) state.SkipWithError("the adapter chose another encoding");
+  const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     const StepOutcome o = adapter.step(c);
     if (!o.result) state.SkipWithError("the adapter rejected the case");
   }
+  const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
   adapter.close();
+  double seconds = 0, cases = 0;
+  if (!step_seconds(adapter.stderr_tail(), seconds, cases) || cases == 0) {
+    state.SkipWithError("the adapter did not report its step time");
+    return;
+  }
+  const double round_trip = wall.count() / static_cast<double>(state.iterations());
+  const double step = seconds / cases;
+  state.counters["round_trip_us"] = round_trip * 1e6;
+  state.counters["step_us"] = step * 1e6;
+  state.counters["overhead_pct"] = 100 * (round_trip - step) / round_trip;
 }
 
-BENCHMARK(BM_NumpyRoundTrip)
+void BM_NumpyRoundTripBinary(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::binary);
+}
+void BM_NumpyRoundTripBase64(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::base64);
+}
+
+BENCHMARK(BM_NumpyRoundTripBinary)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+BENCHMARK(BM_NumpyRoundTripBase64)
     ->Arg(8)
     ->Arg(32)
     ->Arg(64)

@@ -13,6 +13,7 @@ sgd-conformance suite against it.
       COMMAND <adapter command> [<arg>...]   # or IMPL builtin:NAME
       [CASES <n>] [SEED <s>] [TIMEOUT <seconds per case>]
       [XFAILS <file>] [EXPECT conformant|not_conformant]
+      [ARRAYS binary|base64]
       [LABELS <label>...] [WORKING_DIRECTORY <dir>]
       [ENVIRONMENT <VAR=value>...])
 
@@ -21,13 +22,15 @@ sgd-conformance suite against it.
   status 77 before its handshake (its framework is not installed) makes the test
   *skipped*, never passed. Reports are written next to the test:
   ``<name>.junit.xml`` and ``<name>.json`` in the current binary directory.
+  ``ARRAYS base64`` keeps the adapter on base64 arrays (protocol v1 as published)
+  instead of offering binary ones (``--arrays``).
 #]=======================================================================]
 
 include_guard(GLOBAL)
 
 function(sgd_conformance_add_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "IMPL;CASES;SEED;TIMEOUT;XFAILS;EXPECT;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT")
+    "IMPL;CASES;SEED;TIMEOUT;XFAILS;EXPECT;ARRAYS;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sgd_conformance_add_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -54,7 +57,7 @@ function(sgd_conformance_add_test name)
   set(args run --impl "${impl}"
       --junit "${CMAKE_CURRENT_BINARY_DIR}/${name}.junit.xml"
       --json "${CMAKE_CURRENT_BINARY_DIR}/${name}.json")
-  foreach(option CASES SEED TIMEOUT XFAILS EXPECT)
+  foreach(option CASES SEED TIMEOUT XFAILS EXPECT ARRAYS)
     if(DEFINED arg_${option})
       string(TOLOWER "${option}" flag)
       list(APPEND args "--${flag}" "${arg_${option}}")

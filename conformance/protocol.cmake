@@ -1,6 +1,7 @@
 # Protocol v1 client: runs an out-of-process adapter and talks JSON Lines to it.
 # Included from conformance/CMakeLists.txt, so paths are relative to conformance/.
 sgdc_add_library(protocol INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/include SOURCES
+  ${CMAKE_CURRENT_LIST_DIR}/src/protocol/array_encoding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/base64.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/messages.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/exit_status.cpp

@@ -3,7 +3,8 @@
 // sanitizer report, another exception type escaping) is a finding.
 //
 // Input layout: byte 0 picks the decoder, byte 1 the case shape (n, d, k in 1..4),
-// byte 2 the promised capabilities; the rest is the message text.
+// byte 2 the promised capabilities; the rest is the message text (for a binary answer:
+// the line, '\n', then the payload).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -44,11 +45,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const sgdc::Capabilities promised = capabilities_of(in.byte());
   const std::string_view text = in.rest();
   try {
-    switch (which % 3) {
+    switch (which % 4) {
       case 0: {
         // A hello that decodes must survive its own re-encoding.
-        const sgdc::Declaration d = sgdc::protocol::decode_hello(text);
-        (void)sgdc::protocol::decode_hello(sgdc::protocol::encode_hello_reply(d));
+        const sgdc::protocol::Hello h = sgdc::protocol::decode_hello_reply(text, (which & 4) != 0);
+        (void)sgdc::protocol::decode_hello(sgdc::protocol::encode_hello_reply(h.declaration));
+        break;
+      }
+      case 3: {
+        // A binary answer: the payload is what follows the first '\n'.
+        using sgdc::protocol::ArrayEncoding;
+        const auto newline = text.find('\n');
+        const sgdc::protocol::Frame answer{
+            std::string(text.substr(0, newline)),
+            newline == text.npos ? std::string() : std::string(text.substr(newline + 1))};
+        (void)sgdc::protocol::payload_size(answer.line, 1 << 16);
+        const sgdc::StepOutcome o =
+            sgdc::protocol::decode_answer(answer, 7, c, promised, ArrayEncoding::binary);
+        if (o.result) {
+          const sgdc::protocol::Frame again =
+              sgdc::protocol::encode_result(7, *o.result, ArrayEncoding::binary);
+          (void)sgdc::protocol::decode_answer(again, 7, c, promised, ArrayEncoding::binary);
+        }
         break;
       }
       case 1: {

@@ -22,7 +22,10 @@ and writes its traceback to stderr, so one bad case never kills the adapter.
 Besides the protocol's fields, the hello reply carries three additive fields that
 describe the implementation: "subnormals" ("ieee", or "ftz" when subnormal inputs or
 results may be flushed to zero), "unit_roundoff" (2**-24 for float32 arithmetic) and
-"sharded" (whether the step really splits work over `num_shards`).
+"sharded" (whether the step really splits work over `num_shards`). When the suite
+offers binary arrays, the kit accepts them ("array_encoding": "binary"): arrays then
+travel as raw bytes after each line instead of base64 inside it, which the step never
+sees (docs/protocol-extensions.md).
 
 An adapter whose framework is not installed calls `skip(reason)` (or uses `require`),
 which exits with status 77 before the handshake; the suite then reports the adapter
@@ -36,6 +39,7 @@ stdout) cannot corrupt the protocol stream.
 import base64
 import importlib
 import json
+import math
 import os
 import sys
 import traceback
@@ -65,10 +69,10 @@ np, = require("numpy")
 PROTOCOL = 1
 CAPABILITIES = ("grads", "step_counter", "shard_layout")
 
-# Reserve the real stdout for protocol lines; everything else that writes to
-# stdout (print, C extensions) lands on stderr.
+# Reserve the real stdout for protocol messages (bytes: lines and binary payloads);
+# everything else that writes to stdout (print, C extensions) lands on stderr.
 sys.stdout.flush()
-_proto = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+_proto = os.fdopen(os.dup(1), "wb")
 os.dup2(2, 1)
 sys.stdout = sys.stderr
 
@@ -108,6 +112,23 @@ def decode(text, count, what):
     return np.frombuffer(raw, dtype="<f4").astype(np.float32)  # astype copies: writable
 
 
+def reference(ref, count, what, payload):
+    """The `count` float32 values that a binary array reference {"offset", "count"} names
+    in `payload` (a bytearray, so the array is writable; it shares the payload's memory)."""
+    if not isinstance(ref, dict):
+        raise RejectCase(f"{what}: expected a binary array reference {{offset, count}}")
+    offset, size = ref.get("offset"), ref.get("count")
+    for name, v in (("offset", offset), ("count", size)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise RejectCase(f"{what}.{name}: expected an integer >= 0, got {v!r}")
+    if size != count:
+        raise RejectCase(f"{what}: expected {count} float32 values, got {size}")
+    if offset + 4 * count > len(payload):
+        raise RejectCase(f"{what}: bytes {offset} to {offset + 4 * count} lie outside the "
+                         f"{len(payload)}-byte payload")
+    return np.frombuffer(payload, dtype="<f4", count=count, offset=offset)
+
+
 def _int_field(msg, key, minimum):
     v = msg.get(key)
     if not isinstance(v, int) or isinstance(v, bool) or v < minimum:
@@ -115,41 +136,73 @@ def _int_field(msg, key, minimum):
     return v
 
 
-def parse_case(msg):
+def parse_case(msg, payload=None):
+    """The Case of a step message; its arrays are base64, or with `payload` (binary
+    arrays) references into it."""
     n, d, k = (_int_field(msg, key, 1) for key in ("n", "d", "k"))
+
+    def array(key, count):
+        if payload is None:
+            return decode(msg.get(key), count, key)
+        return reference(msg.get(key), count, key, payload)
+
     return Case(
         n=n, d=d, k=k,
         num_shards=_int_field(msg, "num_shards", 1),
         step=_int_field(msg, "step", 0),
-        lr=decode(msg.get("lr"), 1, "lr")[0],
-        kernel=decode(msg.get("kernel"), d * k, "kernel").reshape(d, k),
-        bias=decode(msg.get("bias"), k, "bias"),
-        x=decode(msg.get("x"), n * d, "x").reshape(n, d),
-        y=decode(msg.get("y"), n * k, "y").reshape(n, k),
+        lr=array("lr", 1)[0],
+        kernel=array("kernel", d * k).reshape(d, k),
+        bias=array("bias", k),
+        x=array("x", n * d).reshape(n, d),
+        y=array("y", n * k).reshape(n, k),
     )
 
 
-def _array_out(out, key, shape):
+class Arrays:
+    """Writes a message's arrays: base64 strings, or (binary) references into the
+    payload it collects."""
+
+    def __init__(self, binary=False):
+        self.binary, self.parts, self.size = binary, [], 0
+
+    def __call__(self, arr):
+        if not self.binary:
+            return encode(arr)
+        if arr.dtype != np.float32:
+            raise TypeError(f"expected float32 values, got {arr.dtype}")
+        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        ref = {"offset": self.size, "count": arr.size}
+        self.parts.append(raw)
+        self.size += len(raw)
+        return ref
+
+    def payload(self):
+        return b"".join(self.parts)
+
+
+def _array_out(out, key, shape, arrays):
     if key not in out:
         raise TypeError(f"step() result lacks {key!r}")
     arr = np.asarray(out[key])
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if arr.size != size or (arr.ndim > 1 and arr.shape != shape):
         raise TypeError(f"step() result {key!r} has shape {arr.shape}, expected {shape}")
-    return encode(arr)
+    return arrays(arr)
 
 
-def build_result(case, out, capabilities):
-    """Check `step`'s dict against the case and the promised capabilities; encode it."""
+def build_result(case, out, capabilities, arrays=None):
+    """Check `step`'s dict against the case and the promised capabilities; encode it,
+    arrays in base64 or through `arrays` (an Arrays writer)."""
+    arrays = arrays or Arrays()
     res = {
-        "loss": _array_out(out, "loss", (1,)),
-        "kernel": _array_out(out, "kernel", (case.d, case.k)),
-        "bias": _array_out(out, "bias", (case.k,)),
+        "loss": _array_out(out, "loss", (1,), arrays),
+        "kernel": _array_out(out, "kernel", (case.d, case.k), arrays),
+        "bias": _array_out(out, "bias", (case.k,), arrays),
     }
     if "grads" in capabilities or "grad_kernel" in out:
-        res["grad_kernel"] = _array_out(out, "grad_kernel", (case.d, case.k))
+        res["grad_kernel"] = _array_out(out, "grad_kernel", (case.d, case.k), arrays)
     if "grads" in capabilities or "grad_bias" in out:
-        res["grad_bias"] = _array_out(out, "grad_bias", (case.k,))
+        res["grad_bias"] = _array_out(out, "grad_bias", (case.k,), arrays)
     if "step_counter" in capabilities or "step" in out:
         s = out.get("step")
         if isinstance(s, np.integer):
@@ -165,13 +218,27 @@ def build_result(case, out, capabilities):
     return res
 
 
-def _send(obj):
-    _proto.write(json.dumps(obj, separators=(",", ":")) + "\n")
+def _send(obj, payload=b""):
+    # One write for line and payload: the reader wakes once per message.
+    _proto.write(b"".join((json.dumps(obj, separators=(",", ":")).encode("utf-8"), b"\n", payload)))
     _proto.flush()
 
 
-def handle(msg, step, hello, capabilities):
-    """Answer one decoded message; returns False when the adapter should exit."""
+def _read_payload(stream, size):
+    """Exactly `size` bytes from `stream` into a bytearray; EOFError when input ends first."""
+    buf = bytearray(size)
+    view, got = memoryview(buf), 0
+    while got < size:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise EOFError(f"input ended {size - got} bytes before the end of a {size}-byte payload")
+        got += n
+    return buf
+
+
+def handle(msg, step, hello, capabilities, payload=None):
+    """Answer one decoded message; returns False when the adapter should exit. `payload`:
+    the bytes after a step line when binary arrays were agreed, else None."""
     op = msg.get("op")
     if op == "hello":
         _send(hello)
@@ -180,8 +247,12 @@ def handle(msg, step, hello, capabilities):
     elif op == "step":
         mid = msg.get("id")
         try:
-            case = parse_case(msg)
-            _send({"op": "result", "id": mid, **build_result(case, step(case), capabilities)})
+            case = parse_case(msg, payload)
+            arrays = Arrays(binary=payload is not None)
+            res = build_result(case, step(case), capabilities, arrays)
+            if arrays.binary:
+                res["payload"] = arrays.size
+            _send({"op": "result", "id": mid, **res}, arrays.payload())
         except ValueError as e:  # RejectCase is a ValueError
             if not isinstance(e, RejectCase):
                 traceback.print_exc(file=sys.stderr)
@@ -213,7 +284,9 @@ def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_round
         if not isinstance(max_shards, int) or max_shards < 1:
             raise ValueError("max_shards must be a positive integer")
         hello["max_shards"] = max_shards
-    for line in sys.stdin.buffer:
+    binary = False  # agreed in the handshake: arrays as payload bytes after the line
+    stdin = sys.stdin.buffer
+    for line in iter(stdin.readline, b""):
         if not line.strip():
             continue
         try:
@@ -223,6 +296,25 @@ def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_round
         except ValueError as e:
             _send({"op": "error", "id": None, "message": f"malformed message: {e}"})
             continue
-        if not handle(msg, step, hello, capabilities):
+        if msg.get("op") == "hello":
+            offered = msg.get("array_encodings")
+            binary = isinstance(offered, list) and "binary" in offered
+            reply = {**hello, "array_encoding": "binary"} if binary else hello
+            handle(msg, step, reply, capabilities)
+            continue
+        payload = None
+        if binary and msg.get("op") == "step":
+            size = msg.get("payload")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                # Without its size the stream cannot be followed: answer, then stop.
+                _send({"op": "error", "id": msg.get("id"),
+                       "message": f"payload: expected an integer >= 0, got {size!r}"})
+                sys.exit(1)
+            try:
+                payload = _read_payload(stdin, size)
+            except EOFError as e:
+                print(f"adapter: {e}", file=sys.stderr)
+                sys.exit(1)
+        if not handle(msg, step, hello, capabilities, payload):
             break
     sys.exit(0)

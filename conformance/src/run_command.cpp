@@ -88,13 +88,7 @@ void add_run_options(CLI::App& cmd, RunCommand& a, bool with_impl) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--shards", a.suite.num_shards, "Give every generated case this num_shards")
       ->check(CLI::PositiveNumber);
-  cmd.add_option("--timeout", a.open.case_timeout_s, "Seconds an adapter may take per case")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd.add_option("--handshake-timeout", a.open.handshake_timeout_s,
-                 "Seconds an adapter may take to start and answer hello")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  add_open_options(cmd, a.open);
   cmd.add_option("--json", a.json_path, "Write the JSON report to FILE");
   cmd.add_option("--junit", a.junit_path, "Write a JUnit XML report to FILE");
   cmd.add_option("--save-failures", a.save_failures_dir,

@@ -222,7 +222,7 @@ def main():
     if args.dump_hlo:
         n, d, k, shards = (int(v) for v in args.dump_hlo.split(","))
         # sgdc_adapter keeps the original stdout for protocol lines; the dump goes there.
-        sgdc_adapter._proto.write(compiled_hlo(n, d, k, shards, args.mutant))
+        sgdc_adapter._proto.write(compiled_hlo(n, d, k, shards, args.mutant).encode())
         sgdc_adapter._proto.flush()
         return
     sgdc_adapter.serve(

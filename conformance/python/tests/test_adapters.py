@@ -70,18 +70,39 @@ def step_message(case, mid):
     return msg
 
 
-class Adapter:
-    """A running adapter process, spoken to through the protocol."""
+ARRAYS = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
 
-    def __init__(self, cmd):
+
+def binary_step_message(case, mid):
+    """A step message with binary arrays: (line object, payload bytes)."""
+    msg = {"op": "step", "id": mid, **{k: case[k] for k in ("n", "d", "k", "num_shards", "step")}}
+    payload = b""
+    for key in ("lr", "kernel", "bias", "x", "y"):
+        raw = np.ascontiguousarray(case[key], dtype="<f4").tobytes()
+        msg[key] = {"offset": len(payload), "count": len(raw) // 4}
+        payload += raw
+    msg["payload"] = len(payload)
+    return msg, payload
+
+
+class Adapter:
+    """A running adapter process, spoken to through the protocol; with `binary`, the
+    hello offers binary arrays."""
+
+    def __init__(self, cmd, binary=False):
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, text=True)
+                                     stderr=self.log)
         self.next_id = 0
-        self.hello = self.request({"op": "hello", "protocol": 1})
+        hello = {"op": "hello", "protocol": 1}
+        if binary:
+            hello["array_encodings"] = ["base64", "binary"]
+        self.hello = self.request(hello)
+        self.binary = self.hello.get("array_encoding") == "binary"
+        assert self.binary == binary, self.hello
 
-    def send_line(self, line):
-        self.proc.stdin.write(line + "\n")
+    def send_line(self, line, payload=b""):
+        self.proc.stdin.write(line.encode() + b"\n" + payload)
         self.proc.stdin.flush()
         reply = self.proc.stdout.readline()
         if not reply:
@@ -89,20 +110,30 @@ class Adapter:
             raise AssertionError(f"adapter died; stderr:\n{self.log.read().decode(errors='replace')}")
         return json.loads(reply)
 
-    def request(self, msg):
-        return self.send_line(json.dumps(msg))
+    def request(self, msg, payload=b""):
+        return self.send_line(json.dumps(msg), payload)
+
+    def read_payload(self, reply):
+        """The reply's arrays as float32 arrays (binary: read from the payload after it)."""
+        if not self.binary:
+            return {k: (dec(v) if k in ARRAYS else v) for k, v in reply.items()}
+        raw = self.proc.stdout.read(reply.get("payload", 0))
+        return {k: (np.frombuffer(raw, "<f4", v["count"], v["offset"]) if k in ARRAYS else v)
+                for k, v in reply.items()}
 
     def step(self, case):
         self.next_id += 1
-        reply = self.request(step_message(case, self.next_id))
+        if self.binary:
+            reply = self.read_payload(self.request(*binary_step_message(case, self.next_id)))
+        else:
+            reply = self.read_payload(self.request(step_message(case, self.next_id)))
         assert reply.get("id") == self.next_id, reply
         if reply["op"] != "result":
             raise AssertionError(f"adapter answered {reply}")
-        arrays = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
-        return {k: (dec(v) if k in arrays else v) for k, v in reply.items() if k not in ("op", "id")}
+        return {k: v for k, v in reply.items() if k not in ("op", "id", "payload")}
 
     def close(self):
-        self.proc.stdin.write('{"op":"bye"}\n')
+        self.proc.stdin.write(b'{"op":"bye"}\n')
         self.proc.stdin.close()
         return self.proc.wait(timeout=60)
 
@@ -199,6 +230,7 @@ def test_hello_and_protocol_errors():
     assert (h["op"], h["protocol"], h["name"], h["sharded"]) == ("hello", 1, "numpy", False), h
     assert h["unit_roundoff"] == 2.0 ** -24 and h["subnormals"] in ("ieee", "ftz"), h
     assert a.send_line("not json")["op"] == "error"
+    assert "array_encoding" not in h, "binary arrays chosen without an offer"
     bad = {**step_message(WORKED, 9), "x": enc([1])}  # x too short
     assert a.request(bad) == {"op": "error", "id": 9,
                               "message": "x: expected 2 float32 values, got 4 bytes"}
@@ -208,6 +240,28 @@ def test_hello_and_protocol_errors():
     assert a.close() == 0
     eof = subprocess.run(adapter_command("numpy"), input="", capture_output=True, text=True)
     assert eof.returncode == 0 and eof.stdout == "", eof
+
+
+def test_binary_arrays():
+    a = Adapter(adapter_command("numpy"), binary=True)
+    out = a.step(WORKED)
+    assert out["loss"].tolist() == [2.5] and out["kernel"].tolist() == [0.5], out
+    assert out["bias"].tobytes() == np.array([-0.3], F32).tobytes(), out["bias"]
+    assert out["grad_kernel"].tolist() == [5.0] and out["step"] == 1, out
+    # The same bits as through base64, on a case larger than a pipe buffer.
+    case = make_case(64, 64, 64, seed=5)
+    text = adapter("numpy").step(case)
+    binary = a.step(case)
+    assert all(text[k].tobytes() == binary[k].tobytes() for k in ARRAYS), "binary != base64"
+    # A bad reference is the case's rejection, and the stream stays in step.
+    msg, payload = binary_step_message(WORKED, 9)
+    msg["x"]["offset"] = len(payload) - 4
+    assert a.request(msg, payload) == {"op": "error", "id": 9, "message":
+                                       "x: bytes 24 to 32 lie outside the 28-byte payload"}
+    msg["x"] = enc(WORKED["x"])
+    assert a.request(msg, payload)["message"] == "x: expected a binary array reference {offset, count}"
+    assert a.step(WORKED)["loss"].tolist() == [2.5]
+    assert a.close() == 0
 
 
 def test_stray_output_rejection_and_crash():

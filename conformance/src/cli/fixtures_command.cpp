@@ -188,13 +188,7 @@ void add_fixtures(CLI::App& app) {
       "2 malformed or corrupt fixture or could not test, 77 skipped)");
   chk->add_option("--impl", c->impl, "builtin:NAME, or an adapter command speaking protocol v1")
       ->capture_default_str();
-  chk->add_option("--timeout", c->open.case_timeout_s, "Seconds an adapter may take per case")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  chk->add_option("--handshake-timeout", c->open.handshake_timeout_s,
-                  "Seconds an adapter may take to start and answer hello")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  conformance::add_open_options(*chk, c->open);
   chk->add_option("--expect", c->expect,
                   "Verdict that makes the exit status 0: conformant or not_conformant")
       ->check(CLI::IsMember({"conformant", "not_conformant"}))

@@ -44,7 +44,8 @@ constexpr std::size_t quote_limit = 200;
 }  // namespace
 
 ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
-                                 double handshake_timeout_s, ChildProcess::Options options)
+                                 double handshake_timeout_s, ChildProcess::Options options,
+                                 ArrayEncoding offer)
     : case_timeout_s_(case_timeout_s) {
   check_timeout("case timeout", case_timeout_s);
   check_timeout("handshake timeout", handshake_timeout_s);
@@ -54,9 +55,13 @@ ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
     throw AdapterStartFailure(fmt::format("cannot start adapter '{}': {}",
                                           detail::printable(command, quote_limit), e.what()));
   }
-  const std::string reply = exchange(encode_hello(), "handshake", handshake_timeout_s, true);
+  const bool offer_binary = offer == ArrayEncoding::binary;
+  const Frame reply = exchange(Frame{encode_hello(offer_binary), {}}, "handshake",
+                               handshake_timeout_s, true, false);
   try {
-    declaration_ = decode_hello(reply);
+    Hello hello = decode_hello_reply(reply.line, offer_binary);
+    declaration_ = std::move(hello.declaration);
+    arrays_ = hello.arrays;
   } catch (const ProtocolError& e) {
     fail("handshake", e.what(), true);
   }
@@ -76,9 +81,11 @@ StepOutcome ProtocolAdapter::step(const Case& c) {
   }
   const std::int64_t id = ++last_id_;
   const std::string context = fmt::format("case {}", id);
-  const std::string answer = exchange(encode_step(id, c), context, case_timeout_s_, false);
+  const bool binary = arrays_ == ArrayEncoding::binary;
+  const Frame answer =
+      exchange(encode_step(id, c, arrays_), context, case_timeout_s_, false, binary);
   try {
-    return decode_answer(answer, id, c, declaration_.capabilities);
+    return decode_answer(answer, id, c, declaration_.capabilities, arrays_);
   } catch (const ProtocolError& e) {
     fail(context, e.what(), false);
   }
@@ -104,8 +111,8 @@ std::string ProtocolAdapter::stderr_tail() {
   return child_ ? child_->stderr_tail() : std::string();
 }
 
-std::string ProtocolAdapter::exchange(const std::string& request, const std::string& context,
-                                      double timeout_s, bool starting) {
+Frame ProtocolAdapter::exchange(const Frame& request, const std::string& context, double timeout_s,
+                                bool starting, bool payload) {
   const auto deadline = after(timeout_s);
   // Says how the adapter ended if it has (or does within a moment), else `otherwise`.
   const auto ended = [&](const std::string& otherwise) {
@@ -115,7 +122,11 @@ std::string ProtocolAdapter::exchange(const std::string& request, const std::str
     return otherwise;
   };
   try {
-    switch (child_->write_all(request + "\n", deadline)) {
+    // One buffer, so that a small message goes out in one write.
+    std::string bytes;
+    bytes.reserve(request.line.size() + 1 + request.payload.size());
+    bytes.append(request.line).append(1, '\n').append(request.payload);
+    switch (child_->write_all(bytes, deadline)) {
       case ChildProcess::WriteStatus::ok:
         break;
       case ChildProcess::WriteStatus::timed_out:
@@ -126,8 +137,29 @@ std::string ProtocolAdapter::exchange(const std::string& request, const std::str
     }
     ChildProcess::Line line = child_->read_line(deadline);
     switch (line.status) {
-      case ChildProcess::Line::Status::ok:
-        return std::move(line.text);
+      case ChildProcess::Line::Status::ok: {
+        if (!payload) return Frame{std::move(line.text), {}};
+        std::size_t size = 0;
+        try {
+          size = payload_size(line.text, child_->options().max_line_bytes);
+        } catch (const ProtocolError& e) {
+          fail(context, e.what(), starting);
+        }
+        ChildProcess::Line bytes = child_->read_bytes(size, deadline);
+        if (bytes.status == ChildProcess::Line::Status::ok) {
+          return Frame{std::move(line.text), std::move(bytes.text)};
+        }
+        if (bytes.status == ChildProcess::Line::Status::timed_out) {
+          fail(context,
+               fmt::format("the answer's {}-byte payload did not arrive within {:g} s", size,
+                           timeout_s),
+               starting);
+        }
+        fail(context,
+             ended("adapter closed its stdout") +
+                 fmt::format(" before the end of the answer's {}-byte payload", size),
+             starting);
+      }
       case ChildProcess::Line::Status::timed_out:
         // An adapter that exited while a grandchild holds its stdout open lands here.
         if (const auto s = child_->exit_status())

@@ -1,5 +1,7 @@
 #include "sgdc/conformance/protocol/base64.hpp"
 
+#include "sgdc/conformance/protocol/array_encoding.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
@@ -35,31 +37,28 @@ std::string describe_char(char c) {
 }  // namespace
 
 std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  std::size_t i = 0;
+  // Written in place into a sized string: appending char by char costs several times more
+  // on the arrays of a large case.
+  std::string out((bytes.size() + 2) / 3 * 4, '=');
+  char* o = out.data();
   const auto byte = [&](std::size_t j) -> std::uint32_t {
     return static_cast<unsigned char>(bytes[j]);
   };
+  std::size_t i = 0;
   for (; i + 3 <= bytes.size(); i += 3) {
     const std::uint32_t w = byte(i) << 16 | byte(i + 1) << 8 | byte(i + 2);
-    out += alphabet[w >> 18 & 63];
-    out += alphabet[w >> 12 & 63];
-    out += alphabet[w >> 6 & 63];
-    out += alphabet[w & 63];
+    *o++ = alphabet[w >> 18 & 63];
+    *o++ = alphabet[w >> 12 & 63];
+    *o++ = alphabet[w >> 6 & 63];
+    *o++ = alphabet[w & 63];
   }
   const std::size_t rest = bytes.size() - i;
-  if (rest == 1) {
-    const std::uint32_t w = byte(i) << 16;
-    out += alphabet[w >> 18 & 63];
-    out += alphabet[w >> 12 & 63];
-    out += "==";
-  } else if (rest == 2) {
-    const std::uint32_t w = byte(i) << 16 | byte(i + 1) << 8;
-    out += alphabet[w >> 18 & 63];
-    out += alphabet[w >> 12 & 63];
-    out += alphabet[w >> 6 & 63];
-    out += '=';
+  if (rest > 0) {
+    const std::uint32_t w = byte(i) << 16 | (rest == 2 ? byte(i + 1) << 8 : 0u);
+    *o++ = alphabet[w >> 18 & 63];
+    *o++ = alphabet[w >> 12 & 63];
+    if (rest == 2) *o++ = alphabet[w >> 6 & 63];
+    // The rest is already '=' padding.
   }
   return out;
 }
@@ -73,62 +72,51 @@ std::string base64_decode(std::string_view text) {
     ++padding;
     if (text[text.size() - 2] == '=') ++padding;  // size is a multiple of 4, so >= 4
   }
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
   const std::size_t data_end = text.size() - padding;
-  std::uint32_t acc = 0;
-  int bits = 0;
-  for (std::size_t i = 0; i < data_end; ++i) {
+  std::string out(data_end * 6 / 8, '\0');
+  char* o = out.data();
+  const auto value = [&](std::size_t i) -> std::uint32_t {
     const char c = text[i];
     const int v = values[static_cast<unsigned char>(c)];
     if (v < 0) {
       if (c == '=') bad(fmt::format("padding '=' inside the data at offset {}", i));
       bad(fmt::format("invalid character {} at offset {}", describe_char(c), i));
     }
-    acc = (acc << 6 | static_cast<std::uint32_t>(v)) & 0xFFFFFF;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>(acc >> bits & 0xFF);
-    }
+    return static_cast<std::uint32_t>(v);
+  };
+  std::size_t i = 0;
+  // Whole quanta: 4 characters, 3 bytes.
+  for (; i + 4 <= data_end; i += 4) {
+    const std::uint32_t w = value(i) << 18 | value(i + 1) << 12 | value(i + 2) << 6 | value(i + 3);
+    *o++ = static_cast<char>(w >> 16);
+    *o++ = static_cast<char>(w >> 8 & 0xFF);
+    *o++ = static_cast<char>(w & 0xFF);
   }
-  // With 1 or 2 '=' the last quantum carries 2 or 4 bits beyond its bytes; a
-  // canonical encoder (RFC 4648 section 3.5) writes them as zero.
-  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) {
-    bad(fmt::format("non-zero bits after the last byte at offset {} (not canonical base64)",
-                    data_end - 1));
+  // The last quantum before 1 or 2 '=' (so never 1 character): 3 or 2 characters, 2 or 1
+  // bytes.
+  if (const std::size_t rest = data_end - i; rest > 0) {
+    std::uint32_t w = value(i) << 18 | value(i + 1) << 12;
+    if (rest == 3) w |= value(i + 2) << 6;
+    *o++ = static_cast<char>(w >> 16);
+    if (rest == 3) *o++ = static_cast<char>(w >> 8 & 0xFF);
+    // A canonical encoder (RFC 4648 section 3.5) writes the bits beyond the last byte as
+    // zero.
+    if ((w & (rest == 3 ? 0xFFu : 0xFFFFu)) != 0) {
+      bad(fmt::format("non-zero bits after the last byte at offset {} (not canonical base64)",
+                      data_end - 1));
+    }
   }
   return out;
 }
 
 std::string encode_floats(std::span<const float> values_in) {
   std::string bytes;
-  bytes.reserve(values_in.size() * 4);
-  for (const float f : values_in) {
-    const auto u = std::bit_cast<std::uint32_t>(f);
-    // Explicit little-endian order, whatever the host's.
-    bytes += static_cast<char>(u & 0xFF);
-    bytes += static_cast<char>(u >> 8 & 0xFF);
-    bytes += static_cast<char>(u >> 16 & 0xFF);
-    bytes += static_cast<char>(u >> 24 & 0xFF);
-  }
+  append_float_bytes(bytes, values_in);
   return base64_encode(bytes);
 }
 
 std::vector<float> decode_floats(std::string_view text) {
-  const std::string bytes = base64_decode(text);
-  if (bytes.size() % 4 != 0) {
-    bad(fmt::format("{} bytes is not a whole number of float32 values", bytes.size()));
-  }
-  std::vector<float> out;
-  out.reserve(bytes.size() / 4);
-  for (std::size_t i = 0; i < bytes.size(); i += 4) {
-    const auto b = [&](std::size_t j) -> std::uint32_t {
-      return static_cast<unsigned char>(bytes[i + j]);
-    };
-    out.push_back(std::bit_cast<float>(b(0) | b(1) << 8 | b(2) << 16 | b(3) << 24));
-  }
-  return out;
+  return floats_from_bytes(base64_decode(text));
 }
 
 }  // namespace sgdc::protocol

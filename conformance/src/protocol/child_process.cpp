@@ -350,6 +350,32 @@ ChildProcess::Line ChildProcess::read_line(Clock::time_point deadline) {
   }
 }
 
+ChildProcess::Line ChildProcess::read_bytes(std::size_t n, Clock::time_point deadline) {
+  // Read straight into the tail of the buffer: a payload can be megabytes.
+  const std::size_t have = std::min(out_buf_.size(), n);
+  std::string bytes = out_buf_.substr(0, have);
+  out_buf_.erase(0, have);
+  out_scanned_ = 0;
+  std::size_t done = have;
+  bytes.resize(n);
+  while (done < n) {
+    if (stdout_fd_ < 0) return {Line::Status::closed, {}};
+    const ssize_t r = ::read(stdout_fd_, bytes.data() + done, n - done);
+    if (r > 0) {
+      done += static_cast<std::size_t>(r);
+    } else if (r == 0) {
+      close_fd(stdout_fd_);
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_fd(stdout_fd_, POLLIN, deadline)) return {Line::Status::timed_out, {}};
+    } else {
+      throw sys_error(errno, "reading the adapter's stdout");
+    }
+  }
+  return {Line::Status::ok, std::move(bytes)};
+}
+
 std::string ChildProcess::stderr_tail() {
   drain_stderr();
   return err_ring_;

@@ -61,21 +61,87 @@ std::optional<std::int64_t> as_int64(const json& v) {
   return std::nullopt;
 }
 
-std::vector<float> floats(const json& j, const char* key, std::int64_t expected) {
-  const auto it = j.find(key);
-  if (it == j.end()) bad(fmt::format("answer has no {}", key));
-  if (!it->is_string()) bad(fmt::format("{} is not a base64 string: {}", key, show(*it)));
-  std::vector<float> v;
-  try {
-    v = decode_floats(it->get_ref<const std::string&>());
-  } catch (const std::invalid_argument& e) {
-    bad(fmt::format("{} is not valid base64: {}", key, e.what()));
+// Reads the answer's arrays in the conversation's encoding.
+class ArrayReader {
+ public:
+  ArrayReader(ArrayEncoding arrays, std::string_view payload)
+      : arrays_(arrays), payload_(payload) {}
+
+  std::vector<float> operator()(const json& j, const char* key, std::int64_t expected) const {
+    const auto it = j.find(key);
+    if (it == j.end()) bad(fmt::format("answer has no {}", key));
+    const std::vector<float> v =
+        arrays_ == ArrayEncoding::binary ? from_payload(*it, key, expected) : from_base64(*it, key);
+    if (static_cast<std::int64_t>(v.size()) != expected) {
+      bad(fmt::format("{} has {} values, expected {}", key, v.size(), expected));
+    }
+    return v;
   }
-  if (static_cast<std::int64_t>(v.size()) != expected) {
-    bad(fmt::format("{} has {} values, expected {}", key, v.size(), expected));
+
+ private:
+  static std::vector<float> from_base64(const json& v, const char* key) {
+    if (!v.is_string()) bad(fmt::format("{} is not a base64 string: {}", key, show(v)));
+    try {
+      return decode_floats(v.get_ref<const std::string&>());
+    } catch (const std::invalid_argument& e) {
+      bad(fmt::format("{} is not valid base64: {}", key, e.what()));
+    }
   }
-  return v;
-}
+
+  std::vector<float> from_payload(const json& v, const char* key, std::int64_t expected) const {
+    if (!v.is_object()) {
+      bad(fmt::format("{} is not a binary array reference {{\"offset\":O,\"count\":C}}: {}", key,
+                      show(v)));
+    }
+    const auto field = [&](const char* name) {
+      const auto it = v.find(name);
+      if (it == v.end()) bad(fmt::format("{} has no {}: {}", key, name, show(v)));
+      const auto value = as_int64(*it);
+      if (!value || *value < 0) {
+        bad(fmt::format("{}.{} is not a non-negative integer: {}", key, name, show(*it)));
+      }
+      return static_cast<std::uint64_t>(*value);
+    };
+    const std::uint64_t offset = field("offset");
+    const std::uint64_t count = field("count");
+    if (count != static_cast<std::uint64_t>(expected)) {
+      bad(fmt::format("{} has {} values, expected {}", key, count, expected));
+    }
+    // Written to avoid overflow: count is small (it equals `expected`), offset is not.
+    if (offset > payload_.size() || 4 * count > payload_.size() - offset) {
+      bad(fmt::format("{} (bytes {} to {}) lies outside the {}-byte payload", key, offset,
+                      offset + 4 * count, payload_.size()));
+    }
+    return floats_from_bytes(payload_.substr(offset, 4 * count));
+  }
+
+  ArrayEncoding arrays_;
+  std::string_view payload_;
+};
+
+// Writes a message's arrays in the conversation's encoding: base64 strings, or references
+// into the payload it builds.
+class ArrayWriter {
+ public:
+  explicit ArrayWriter(ArrayEncoding arrays) : arrays_(arrays) {}
+
+  ojson operator()(std::span<const float> values) {
+    if (arrays_ == ArrayEncoding::base64) return encode_floats(values);
+    const std::size_t offset = payload_.size();
+    append_float_bytes(payload_, values);
+    return ojson{{"offset", offset}, {"count", values.size()}};
+  }
+
+  // The finished frame: `j` as the line, ending with "payload" when binary.
+  Frame frame(ojson j) && {
+    if (arrays_ == ArrayEncoding::binary) j["payload"] = payload_.size();
+    return Frame{j.dump(), std::move(payload_)};
+  }
+
+ private:
+  ArrayEncoding arrays_;
+  std::string payload_;
+};
 
 const json& required(const json& j, const char* key, const char* capability) {
   const auto it = j.find(key);
@@ -116,29 +182,38 @@ std::string string_field(const json& j, const char* key, std::string_view what) 
 
 }  // namespace
 
-std::string encode_hello() { return ojson{{"op", "hello"}, {"protocol", protocol_version}}.dump(); }
+std::string encode_hello(bool offer_binary) {
+  ojson j = {{"op", "hello"}, {"protocol", protocol_version}};
+  if (offer_binary) j["array_encodings"] = {"base64", "binary"};
+  return j.dump();
+}
+
+Frame encode_step(std::int64_t id, const Case& c, ArrayEncoding arrays) {
+  ArrayWriter write(arrays);
+  ojson j = {
+      {"op", "step"},   {"id", id}, {"n", c.n},
+      {"d", c.d},       {"k", c.k}, {"num_shards", c.num_shards},
+      {"step", c.step},
+  };
+  j["lr"] = write(std::span<const float>(&c.lr, 1));
+  j["kernel"] = write(c.kernel);
+  j["bias"] = write(c.bias);
+  j["x"] = write(c.x);
+  j["y"] = write(c.y);
+  return std::move(write).frame(std::move(j));
+}
 
 std::string encode_step(std::int64_t id, const Case& c) {
-  const ojson j = {
-      {"op", "step"},
-      {"id", id},
-      {"n", c.n},
-      {"d", c.d},
-      {"k", c.k},
-      {"num_shards", c.num_shards},
-      {"step", c.step},
-      {"lr", encode_floats(std::span<const float>(&c.lr, 1))},
-      {"kernel", encode_floats(c.kernel)},
-      {"bias", encode_floats(c.bias)},
-      {"x", encode_floats(c.x)},
-      {"y", encode_floats(c.y)},
-  };
-  return j.dump();
+  return encode_step(id, c, ArrayEncoding::base64).line;
 }
 
 std::string encode_bye() { return ojson{{"op", "bye"}}.dump(); }
 
 Declaration decode_hello(std::string_view line) {
+  return decode_hello_reply(line, false).declaration;
+}
+
+Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   const json j = parse_object(line, "hello reply");
   const auto op = j.find("op");
   if (op == j.end() || !op->is_string() || op->get_ref<const std::string&>() != "hello") {
@@ -199,11 +274,35 @@ Declaration decode_hello(std::string_view line) {
       bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
     d.capabilities.max_shards = m->get<int>();
   }
-  return d;
+  ArrayEncoding arrays = ArrayEncoding::base64;
+  if (const auto a = j.find("array_encoding"); a != j.end()) {
+    if (*a == "binary") {
+      if (!binary_offered) bad("adapter chose binary arrays, which the suite did not offer");
+      arrays = ArrayEncoding::binary;
+    } else if (*a != "base64") {
+      bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"", show(*a)));
+    }
+  }
+  return Hello{std::move(d), arrays};
 }
 
-StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
-                          const Capabilities& promised) {
+std::size_t payload_size(std::string_view line, std::size_t limit) {
+  const json j = parse_object(line, "answer");
+  const auto p = j.find("payload");
+  if (p == j.end()) return 0;
+  const auto bytes = as_int64(*p);
+  if (!bytes || *bytes < 0) bad(fmt::format("payload is not a non-negative integer: {}", show(*p)));
+  if (static_cast<std::uint64_t>(*bytes) > limit) {
+    bad(fmt::format("payload of {} bytes exceeds the limit of {} bytes", *bytes, limit));
+  }
+  return static_cast<std::size_t>(*bytes);
+}
+
+namespace {
+
+StepOutcome decode_frame(std::string_view line, std::string_view payload, std::int64_t id,
+                         const Case& c, const Capabilities& promised, ArrayEncoding arrays) {
+  const ArrayReader floats(arrays, payload);
   const json j = parse_object(line, "answer");
 
   const auto op_it = j.find("op");
@@ -260,6 +359,18 @@ StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
   return StepOutcome{.result = std::move(r), .rejection = {}};
 }
 
+}  // namespace
+
+StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
+                          const Capabilities& promised) {
+  return decode_frame(line, {}, id, c, promised, ArrayEncoding::base64);
+}
+
+StepOutcome decode_answer(const Frame& answer, std::int64_t id, const Case& c,
+                          const Capabilities& promised, ArrayEncoding arrays) {
+  return decode_frame(answer.line, answer.payload, id, c, promised, arrays);
+}
+
 std::string encode_hello_reply(const Declaration& d) {
   ojson caps = ojson::array();
   if (d.capabilities.grads) caps.push_back("grads");
@@ -279,23 +390,25 @@ std::string encode_hello_reply(const Declaration& d) {
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-std::string encode_result(std::int64_t id, const StepResult& r) {
-  ojson j = {
-      {"op", "result"},
-      {"id", id},
-      {"loss", encode_floats(std::span<const float>(&r.loss, 1))},
-      {"kernel", encode_floats(r.kernel)},
-      {"bias", encode_floats(r.bias)},
-  };
+Frame encode_result(std::int64_t id, const StepResult& r, ArrayEncoding arrays) {
+  ArrayWriter write(arrays);
+  ojson j = {{"op", "result"}, {"id", id}};
+  j["loss"] = write(std::span<const float>(&r.loss, 1));
+  j["kernel"] = write(r.kernel);
+  j["bias"] = write(r.bias);
   if (r.step) j["step"] = *r.step;
-  if (r.grad_kernel) j["grad_kernel"] = encode_floats(*r.grad_kernel);
-  if (r.grad_bias) j["grad_bias"] = encode_floats(*r.grad_bias);
+  if (r.grad_kernel) j["grad_kernel"] = write(*r.grad_kernel);
+  if (r.grad_bias) j["grad_bias"] = write(*r.grad_bias);
   if (r.shards) {
     ojson list = ojson::array();
     for (const ShardPart& s : *r.shards) list.push_back({{"kernel", s.kernel}, {"bias", s.bias}});
     j["shards"] = std::move(list);
   }
-  return j.dump();
+  return std::move(write).frame(std::move(j));
+}
+
+std::string encode_result(std::int64_t id, const StepResult& r) {
+  return encode_result(id, r, ArrayEncoding::base64).line;
 }
 
 std::string encode_error(std::int64_t id, std::string_view message) {

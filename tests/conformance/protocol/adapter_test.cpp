@@ -152,8 +152,8 @@ TEST(ProtocolAdapter, RejectionIsAnAnswerNotAFault) {
   EXPECT_TRUE(adapter->close().success());
 }
 
-TEST(ProtocolAdapter, LargeCaseRoundTrips) {
-  // Far more than a pipe buffer each way, so writes and reads must wait for room.
+// Far more than a pipe buffer each way, so writes and reads must wait for room.
+void expect_large_case_round_trips(const std::string& mode) {
   Case c;
   c.n = 1000;
   c.d = 64;
@@ -163,13 +163,15 @@ TEST(ProtocolAdapter, LargeCaseRoundTrips) {
   c.x.assign(static_cast<std::size_t>(c.n * c.d), 1.0f);
   c.y.assign(static_cast<std::size_t>(c.n * c.k), 1.0f);
   c.lr = 0.5f;
-  auto adapter = start("good", 60);
+  auto adapter = start(mode, 60);
   const StepOutcome out = adapter->step(c);
   ASSERT_TRUE(out.result.has_value());
   EXPECT_EQ(out.result->loss, 1.0f);
   // r = -1 everywhere, so gW = 2/(n*k) * n * (-1) = -1 and W' = 0 - 0.5 * (-1).
   EXPECT_EQ(out.result->kernel, std::vector<float>(128, 0.5f));
 }
+
+TEST(ProtocolAdapter, LargeCaseRoundTrips) { expect_large_case_round_trips("good"); }
 
 TEST(ProtocolAdapter, ChattyStderrDoesNotBlockAndKeepsTheTail) {
   auto adapter = start("stderr_chatter", 30);
@@ -349,6 +351,72 @@ TEST(ProtocolAdapter, UnterminatedAnswer) {
   expect_case_fault(*adapter, worked_example(),
                     {"case 1: adapter exited with status 1 after writing an unterminated line",
                      "{\"op\":\"result\",\"id\":"});
+}
+
+// --- binary arrays (docs/protocol-extensions.md) ---
+
+TEST(ProtocolAdapter, PublishedAdapterDeclinesTheBinaryOffer) {
+  auto adapter = start("good");
+  EXPECT_EQ(adapter->array_encoding(), ArrayEncoding::base64);
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+}
+
+TEST(ProtocolAdapter, BinaryArraysRoundTrip) {
+  auto adapter = start("binary");
+  EXPECT_EQ(adapter->array_encoding(), ArrayEncoding::binary);
+  const StepOutcome out = adapter->step(worked_example());
+  ASSERT_TRUE(out.result.has_value()) << out.rejection;
+  EXPECT_EQ(out.result->loss, 2.5f);
+  EXPECT_EQ(out.result->kernel, std::vector<float>{0.5f});
+  EXPECT_EQ(bits(out.result->bias.at(0)), bits(-0.3f));
+  EXPECT_EQ(out.result->grad_kernel, std::vector<float>{5.0f});
+  EXPECT_EQ(out.result->step, 1);
+  // Each case's payload is read whole: the next one starts at the next line.
+  const StepOutcome second = adapter->step(two_by_two());
+  ASSERT_TRUE(second.result.has_value());
+  EXPECT_EQ(second.result->kernel.size(), 4u);
+  EXPECT_EQ(second.result->step, 42);
+  EXPECT_TRUE(adapter->close().success());
+}
+
+TEST(ProtocolAdapter, BinaryLargeCaseRoundTrips) { expect_large_case_round_trips("binary"); }
+
+TEST(ProtocolAdapter, Base64OnlySuiteKeepsABinaryCapableAdapterOnBase64) {
+  ProtocolAdapter adapter(fake_command("binary"), 10, 10, {}, ArrayEncoding::base64);
+  EXPECT_EQ(adapter.array_encoding(), ArrayEncoding::base64);
+  EXPECT_EQ(adapter.step(worked_example()).result->loss, 2.5f);
+}
+
+TEST(ProtocolAdapter, UnofferedBinaryIsAStartFailure) {
+  expect_fault<AdapterStartFailure>(
+      [] { ProtocolAdapter(fake_command("binary_unoffered"), 10, 10, {}, ArrayEncoding::base64); },
+      {"handshake: adapter chose binary arrays, which the suite did not offer"});
+}
+
+TEST(ProtocolAdapter, BinaryReferenceOutsideThePayload) {
+  auto adapter = start("binary_outside");
+  expect_case_fault(*adapter, two_by_two(),
+                    {"case 1: kernel (bytes ", "lies outside the", "-byte payload"});
+}
+
+TEST(ProtocolAdapter, BinaryArraySentAsBase64String) {
+  auto adapter = start("binary_string");
+  expect_case_fault(*adapter, worked_example(),
+                    {"case 1: kernel is not a binary array reference", "\"AAAAPw==\""});
+}
+
+TEST(ProtocolAdapter, PayloadCutShortByAnExit) {
+  auto adapter = start("binary_cut");
+  expect_case_fault(*adapter, worked_example(),
+                    {"case 1: adapter exited with status 1", "before the end of the answer's"});
+}
+
+TEST(ProtocolAdapter, PayloadThatNeverArrivesTimesOut) {
+  auto adapter = start("binary_stall", 0.5);
+  const auto start_time = Clock::now();
+  expect_case_fault(*adapter, worked_example(),
+                    {"case 1: the answer's", "-byte payload did not arrive within 0.5 s"});
+  EXPECT_LT(seconds_since(start_time), 4.0);
 }
 
 }  // namespace

@@ -281,5 +281,139 @@ TEST(Messages, QuotedAdapterOutputIsValidUtf8) {
   }
 }
 
+// --- binary arrays (docs/protocol-extensions.md) ---
+
+// Little-endian bytes of `values`, spelled out byte by byte (independent of the encoder).
+std::string le_bytes(const std::vector<float>& values) {
+  std::string out;
+  for (const float f : values) {
+    const std::uint32_t u = bits(f);
+    for (int b = 0; b < 4; ++b) out += static_cast<char>(u >> (8 * b) & 0xFF);
+  }
+  return out;
+}
+
+// The spec's example answer with binary arrays: loss, kernel, bias, grad_kernel, grad_bias.
+Frame binary_answer() {
+  return Frame{R"({"op":"result","id":7,"loss":{"offset":0,"count":1},)"
+               R"("kernel":{"offset":4,"count":1},"bias":{"offset":8,"count":1},"step":1,)"
+               R"("grad_kernel":{"offset":12,"count":1},"grad_bias":{"offset":16,"count":1},)"
+               R"("payload":20})",
+               le_bytes({2.5f, 0.5f, -0.3f, 5.0f, 3.0f})};
+}
+
+void expect_binary_error(const std::string& line, const std::string& payload,
+                         const std::string& needle) {
+  Capabilities promised;
+  promised.grads = promised.step_counter = true;
+  try {
+    decode_answer(Frame{line, payload}, 7, worked_example(), promised, ArrayEncoding::binary);
+    ADD_FAILURE() << "accepted: " << line;
+  } catch (const ProtocolError& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Messages, HelloOffersBinaryArrays) {
+  EXPECT_EQ(encode_hello(true),
+            R"({"op":"hello","protocol":1,"array_encodings":["base64","binary"]})");
+  const std::string reply =
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])";
+  EXPECT_EQ(decode_hello_reply(reply + "}", true).arrays, ArrayEncoding::base64);
+  EXPECT_EQ(decode_hello_reply(reply + R"(,"array_encoding":"base64"})", true).arrays,
+            ArrayEncoding::base64);
+  EXPECT_EQ(decode_hello_reply(reply + R"(,"array_encoding":"binary"})", true).arrays,
+            ArrayEncoding::binary);
+  EXPECT_THROW(decode_hello_reply(reply + R"(,"array_encoding":"binary"})", false), ProtocolError);
+  expect_hello_error(reply + R"(,"array_encoding":"binary"})", "which the suite did not offer");
+  expect_hello_error(reply + R"(,"array_encoding":"raw"})",
+                     R"(array_encoding is "raw", expected "base64" or "binary")");
+}
+
+TEST(Messages, BinaryCaseLaysOutEveryArrayInOrder) {
+  const Frame f = encode_step(7, worked_example(), ArrayEncoding::binary);
+  EXPECT_EQ(f.line, R"({"op":"step","id":7,"n":2,"d":1,"k":1,"num_shards":1,"step":0,)"
+                    R"("lr":{"offset":0,"count":1},"kernel":{"offset":4,"count":1},)"
+                    R"("bias":{"offset":8,"count":1},"x":{"offset":12,"count":2},)"
+                    R"("y":{"offset":20,"count":2},"payload":28})");
+  EXPECT_EQ(f.payload, le_bytes({0.1f, 1.0f, 0.0f, 1.0f, 2.0f, 0.0f, 0.0f}));
+  // The base64 frame is the published message, with nothing after the line.
+  const Frame text = encode_step(7, worked_example(), ArrayEncoding::base64);
+  EXPECT_EQ(text.line, encode_step(7, worked_example()));
+  EXPECT_TRUE(text.payload.empty());
+}
+
+TEST(Messages, BinaryResultDecodesBitForBit) {
+  Capabilities promised;
+  promised.grads = promised.step_counter = true;
+  const StepOutcome out =
+      decode_answer(binary_answer(), 7, worked_example(), promised, ArrayEncoding::binary);
+  ASSERT_TRUE(out.result.has_value());
+  EXPECT_EQ(out.result->loss, 2.5f);
+  EXPECT_EQ(out.result->kernel, std::vector<float>{0.5f});
+  EXPECT_EQ(bits(out.result->bias.at(0)), bits(-0.3f));
+  EXPECT_EQ(out.result->grad_kernel, std::vector<float>{5.0f});
+  EXPECT_EQ(out.result->grad_bias, std::vector<float>{3.0f});
+  EXPECT_EQ(out.result->step, 1);
+  // Every bit pattern survives: NaN payloads, -0, subnormals.
+  StepResult r = *out.result;
+  r.kernel = {std::bit_cast<float>(0x7FC01234u)};
+  r.bias = {-0.0f};
+  r.loss = std::bit_cast<float>(0x00000001u);
+  const Frame again = encode_result(7, r, ArrayEncoding::binary);
+  const StepResult back =
+      *decode_answer(again, 7, worked_example(), promised, ArrayEncoding::binary).result;
+  EXPECT_EQ(bits(back.kernel.at(0)), 0x7FC01234u);
+  EXPECT_EQ(bits(back.bias.at(0)), bits(-0.0f));
+  EXPECT_EQ(bits(back.loss), 1u);
+  EXPECT_EQ(payload_size(again.line, 1 << 20), again.payload.size());
+}
+
+TEST(Messages, BinaryRejectionHasNoPayload) {
+  const Frame e{R"({"op":"error","id":7,"message":"no"})", {}};
+  EXPECT_EQ(payload_size(e.line, 100), 0u);
+  EXPECT_EQ(decode_answer(e, 7, worked_example(), {}, ArrayEncoding::binary).rejection, "no");
+}
+
+TEST(Messages, BinaryFaultsAreNamed) {
+  const Frame good = binary_answer();
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = good.line;
+    line.replace(line.find(from), from.size(), to);
+    return line;
+  };
+  expect_binary_error(good.line, good.payload.substr(0, 19),
+                      "grad_bias (bytes 16 to 20) lies outside the 19-byte payload");
+  expect_binary_error(with(R"("kernel":{"offset":4,"count":1})", R"("kernel":"AAAAPw==")"),
+                      good.payload, "kernel is not a binary array reference");
+  expect_binary_error(with(R"("offset":4,)", R"("offset":-4,)"), good.payload,
+                      "kernel.offset is not a non-negative integer: -4");
+  expect_binary_error(with(R"("offset":4,)", R"("offset":4.0,)"), good.payload,
+                      "kernel.offset is not a non-negative integer: 4.0");
+  expect_binary_error(with(R"("offset":4,)", R"("offset":18446744073709551615,)"), good.payload,
+                      "kernel.offset is not a non-negative integer");
+  expect_binary_error(with(R"("offset":4,)", R"("offset":9223372036854775807,)"), good.payload,
+                      "lies outside the 20-byte payload");
+  expect_binary_error(with(R"("kernel":{"offset":4,"count":1})", R"("kernel":{"offset":4})"),
+                      good.payload, "kernel has no count");
+  expect_binary_error(with(R"("offset":4,"count":1)", R"("offset":4,"count":2)"), good.payload,
+                      "kernel has 2 values, expected 1");
+
+  EXPECT_EQ(payload_size(R"({"op":"result","payload":20})", 20), 20u);
+  for (const auto& [line, needle] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"op":"result","payload":21})", "payload of 21 bytes exceeds the limit of 20"},
+           {R"({"op":"result","payload":-1})", "payload is not a non-negative integer: -1"},
+           {R"({"op":"result","payload":"20"})", "payload is not a non-negative integer"},
+           {"[20]", "answer is not a JSON object"},
+           {"{", "answer is not JSON"}}) {
+    try {
+      payload_size(line, 20);
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sgdc::protocol

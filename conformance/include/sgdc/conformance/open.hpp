@@ -6,15 +6,27 @@
 #include <memory>
 #include <string>
 
+#include "sgdc/conformance/protocol/array_encoding.hpp"
 #include "sgdc/properties/implementation.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace sgdc::conformance {
 
-/// Timeouts for adapter commands.
+/// How adapter commands are run.
 struct OpenOptions {
   double case_timeout_s = 60.0;       ///< per case, from sending it to its answer
   double handshake_timeout_s = 60.0;  ///< from start to the hello reply (imports can be slow)
+  /// Array encoding offered in the handshake: binary (used if the adapter accepts it) or
+  /// base64 only (protocol v1 as published).
+  protocol::ArrayEncoding arrays = protocol::ArrayEncoding::binary;
 };
+
+/// Adds --timeout, --handshake-timeout and --arrays to a subcommand that opens
+/// implementations.
+void add_open_options(CLI::App& cmd, OpenOptions& options);
 
 /// Opens `spec`. Throws std::invalid_argument for an unknown built-in and
 /// sgdc::protocol::AdapterStartFailure when an adapter cannot start or fails the handshake.

@@ -28,6 +28,12 @@ mode breaks the protocol in one way, named by MODE:
   step_float         step is 1.5
   missing_grad       promises grads, leaves out grad_bias
   unterminated       writes half an answer without a newline and exits with status 1
+  binary             correct; accepts binary arrays when the suite offers them
+  binary_unoffered   chooses binary arrays even when the suite did not offer them
+  binary_outside     binary: kernel's reference points past the end of the payload
+  binary_string      binary: kernel is a base64 string instead of a reference
+  binary_cut         binary: announces 64 more payload bytes than it writes, exits with status 1
+  binary_stall       binary: announces 64 more payload bytes than it writes, then hangs
   sleeper            (internal) the grandchild of hang_grandchild
 """
 
@@ -60,9 +66,34 @@ def encode(values):
     return base64.b64encode(struct.pack("<%df" % len(values), *values)).decode("ascii")
 
 
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+ARRAYS = ("lr", "kernel", "bias", "x", "y", "loss", "grad_kernel", "grad_bias")
+
+
+def send(obj, payload=b""):
+    sys.stdout.buffer.write(json.dumps(obj).encode() + b"\n" + payload)
+    sys.stdout.buffer.flush()
+
+
+def from_payload(msg, payload):
+    """The message with its binary array references replaced by base64 strings."""
+    out = dict(msg)
+    for key in ARRAYS:
+        if isinstance(msg.get(key), dict):
+            o, c = msg[key]["offset"], msg[key]["count"]
+            out[key] = base64.b64encode(payload[o:o + 4 * c]).decode("ascii")
+    return out
+
+
+def to_payload(msg):
+    """The message with its base64 arrays moved into a binary payload."""
+    out, payload = dict(msg), b""
+    for key in ARRAYS:
+        if isinstance(msg.get(key), str):
+            raw = base64.b64decode(msg[key])
+            out[key] = {"offset": len(payload), "count": len(raw) // 4}
+            payload += raw
+    out["payload"] = len(payload)
+    return out, payload
 
 
 def split(total, parts):
@@ -117,7 +148,7 @@ def write_pid(pid):
     os.replace(tmp, sys.argv[2])
 
 
-def hello(mode):
+def hello(mode, offered):
     if mode == "hang_in_handshake":
         time.sleep(FOREVER)
     if mode == "hello_not_json":
@@ -129,10 +160,14 @@ def hello(mode):
              "capabilities": [] if mode == "minimal" else ["grads", "step_counter", "shard_layout"]}
     if mode != "minimal":
         reply.update({"subnormals": "ieee", "unit_roundoff": 2.0 ** -24, "sharded": False})
+    binary = mode == "binary_unoffered" or (mode.startswith("binary") and "binary" in offered)
+    if binary:
+        reply["array_encoding"] = "binary"
     send(reply)
+    return binary
 
 
-def answer(mode, msg, count):
+def answer(mode, msg, count, binary):
     if mode.startswith("crash_after_") and count == int(mode[len("crash_after_"):]) + 1:
         sys.stderr.write(f"fake: crashing on case {count}\n")
         sys.exit(1)
@@ -174,7 +209,21 @@ def answer(mode, msg, count):
         res["step"] = 1.5
     elif mode == "missing_grad":
         del res["grad_bias"]
-    send(res)
+    if not binary:
+        send(res)
+        return
+    res, payload = to_payload(res)
+    if mode == "binary_outside":
+        res["kernel"]["offset"] = len(payload)
+    elif mode == "binary_string":
+        res["kernel"] = encode([0.5])
+    elif mode in ("binary_cut", "binary_stall"):
+        res["payload"] += 64
+        send(res, payload)
+        if mode == "binary_stall":
+            time.sleep(FOREVER)
+        sys.exit(1)
+    send(res, payload)
 
 
 def main():
@@ -188,18 +237,20 @@ def main():
     if mode == "exit_immediately":
         sys.stderr.write("fake: exiting at once\n")
         sys.exit(3)
-    count = 0
-    for line in sys.stdin:
+    count, binary = 0, False
+    for line in sys.stdin.buffer:
         msg = json.loads(line)
         if msg["op"] == "hello":
-            hello(mode)
+            binary = hello(mode, msg.get("array_encodings", []))
             if mode == "hang_no_read":
                 time.sleep(FOREVER)
         elif msg["op"] == "bye":
             break
         elif msg["op"] == "step":
             count += 1
-            answer(mode, msg, count)
+            if binary:
+                msg = from_payload(msg, sys.stdin.buffer.read(msg["payload"]))
+            answer(mode, msg, count, binary)
     sys.exit(0)
 
 

@@ -8,8 +8,10 @@
 #include <string>
 
 #include "sgdc/conformance/protocol/adapter_start_failure.hpp"
+#include "sgdc/conformance/protocol/array_encoding.hpp"
 #include "sgdc/conformance/protocol/child_process.hpp"
 #include "sgdc/conformance/protocol/exit_status.hpp"
+#include "sgdc/conformance/protocol/messages.hpp"
 #include "sgdc/properties/implementation.hpp"
 
 namespace sgdc::protocol {
@@ -25,11 +27,13 @@ class ProtocolAdapter : public Implementation {
  public:
   /// Starts `command` (via /bin/sh -c) and does the handshake, waiting at most
   /// `handshake_timeout_s` for the hello reply; each later case may take
-  /// `case_timeout_s` from sending to answer. Throws std::invalid_argument for a
-  /// timeout that is not positive and finite, and AdapterStartFailure when the command
-  /// cannot be started or the handshake fails.
+  /// `case_timeout_s` from sending to answer. With `offer` binary, the hello offers
+  /// binary arrays (docs/protocol-extensions.md), used when the adapter accepts them;
+  /// with base64 it offers nothing and every array is base64, as in the published v1.
+  /// Throws std::invalid_argument for a timeout that is not positive and finite, and
+  /// AdapterStartFailure when the command cannot be started or the handshake fails.
   ProtocolAdapter(std::string command, double case_timeout_s, double handshake_timeout_s,
-                  ChildProcess::Options options = {});
+                  ChildProcess::Options options = {}, ArrayEncoding offer = ArrayEncoding::binary);
   ~ProtocolAdapter() override;
 
   ProtocolAdapter(const ProtocolAdapter&) = delete;
@@ -49,6 +53,9 @@ class ProtocolAdapter : public Implementation {
   /// True once a fault has stopped the adapter.
   bool broken() const { return !fault_.empty(); }
 
+  /// The array encoding agreed in the handshake.
+  ArrayEncoding array_encoding() const { return arrays_; }
+
   /// The id of the last case sent (0 before the first).
   std::int64_t last_id() const { return last_id_; }
 
@@ -56,12 +63,15 @@ class ProtocolAdapter : public Implementation {
   std::string stderr_tail();
 
  private:
-  std::string exchange(const std::string& request, const std::string& context, double timeout_s,
-                       bool starting);
+  // Sends `request` (its line gets the '\n') and reads the answer's line and, with
+  // `payload`, the payload bytes it announces.
+  Frame exchange(const Frame& request, const std::string& context, double timeout_s, bool starting,
+                 bool payload);
   [[noreturn]] void fail(const std::string& context, const std::string& what, bool starting);
 
   std::unique_ptr<ChildProcess> child_;
   Declaration declaration_;
+  ArrayEncoding arrays_ = ArrayEncoding::base64;
   double case_timeout_s_;
   std::int64_t last_id_ = 0;
   std::string fault_;

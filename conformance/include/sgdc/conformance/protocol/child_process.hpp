@@ -51,9 +51,9 @@ class ChildProcess {
   /// What read_line found.
   struct Line {
     enum class Status {
-      ok,         ///< `text` is a complete line, without its '\n'
-      timed_out,  ///< no complete line before the deadline
-      closed,     ///< the child closed its stdout (or exited) without completing a line
+      ok,         ///< `text` is a complete line, without its '\n' (read_bytes: the bytes)
+      timed_out,  ///< no complete line (all the bytes) before the deadline
+      closed,     ///< the child closed its stdout (or exited) before that
       too_long,   ///< a line longer than Options::max_line_bytes; the stream is then unusable
     };
     Status status = Status::ok;
@@ -88,6 +88,11 @@ class ChildProcess {
   /// Reads the next line from the child's stdout, waiting until `deadline`. Throws
   /// std::system_error on unexpected I/O errors.
   Line read_line(Clock::time_point deadline);
+
+  /// Reads exactly `n` bytes from the child's stdout (what follows a line, for
+  /// instance), waiting until `deadline`: status ok with `text` holding them, or
+  /// timed_out or closed with what arrived dropped.
+  Line read_bytes(std::size_t n, Clock::time_point deadline);
 
   /// Output after the last complete line, kept when stdout ends without a '\n'.
   const std::string& unterminated_output() const { return out_buf_; }

@@ -3,12 +3,13 @@
 /// Protocol v1 messages (see shared/spec/adapter-protocol.md and
 /// docs/protocol-extensions.md): encoding what the suite sends and strictly decoding
 /// what the adapter answers. Each message is one JSON object, without the trailing
-/// newline.
+/// newline; with binary arrays, a step or result also has the payload that follows it.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "sgdc/conformance/protocol/array_encoding.hpp"
 #include "sgdc/conformance/protocol/protocol_error.hpp"
 #include "sgdc/properties/implementation.hpp"
 #include "sgdc/reference/case.hpp"
@@ -19,14 +20,27 @@ namespace sgdc::protocol {
 /// The protocol version this suite speaks.
 inline constexpr int protocol_version = 1;
 
-/// `{"op":"hello","protocol":1}`
-std::string encode_hello();
+/// One message as it travels: its JSON line (without the '\n') and, with binary
+/// arrays, the `payload` bytes that follow the line (empty otherwise).
+struct Frame {
+  std::string line;
+  std::string payload;
+};
+
+/// `{"op":"hello","protocol":1}`; with `offer_binary`, the suite also offers binary
+/// arrays: `{"op":"hello","protocol":1,"array_encodings":["base64","binary"]}`.
+std::string encode_hello(bool offer_binary = false);
 
 /// `{"op":"step","id":ID,"n":..,"d":..,"k":..,"num_shards":..,"step":..,"lr":..,
-/// "kernel":..,"bias":..,"x":..,"y":..}`, fields in the spec's order. The case is sent
-/// as given, without validation, so an implementation's rejection of bad input can be
-/// tested too.
+/// "kernel":..,"bias":..,"x":..,"y":..}`, fields in the spec's order, arrays in base64.
+/// The case is sent as given, without validation, so an implementation's rejection of
+/// bad input can be tested too.
 std::string encode_step(std::int64_t id, const Case& c);
+
+/// The same case with `arrays` encoding. Binary: each array is `{"offset":O,"count":C}`
+/// and the line ends with `"payload":BYTES`; the payload holds lr, kernel, bias, x and y
+/// in that order, each at its offset.
+Frame encode_step(std::int64_t id, const Case& c, ArrayEncoding arrays);
 
 /// `{"op":"bye"}`
 std::string encode_bye();
@@ -41,6 +55,23 @@ std::string encode_bye();
 /// Capabilities::max_shards. Other fields are ignored. Throws ProtocolError.
 Declaration decode_hello(std::string_view line);
 
+/// A decoded hello reply: the declaration and the array encoding the adapter chose.
+struct Hello {
+  Declaration declaration;
+  ArrayEncoding arrays = ArrayEncoding::base64;
+};
+
+/// decode_hello, plus the adapter's choice of array encoding: its optional
+/// "array_encoding" field, "base64" (the default) or "binary", which is only valid when
+/// the suite offered it (`binary_offered`). Throws ProtocolError.
+Hello decode_hello_reply(std::string_view line, bool binary_offered);
+
+/// With binary arrays: how many payload bytes follow the answer `line`, from its
+/// "payload" field (0 when absent, as in an error answer). Throws ProtocolError when
+/// the line is not a JSON object, or "payload" is not a non-negative integer or exceeds
+/// `limit` bytes.
+std::size_t payload_size(std::string_view line, std::size_t limit);
+
 /// Decodes the adapter's answer to case `id`: a result, or its rejection of the input
 /// (op "error"), which is an answer and not a fault. Validates everything: a JSON
 /// object, op "result" or "error", the same integer id, every array strict base64 of
@@ -52,6 +83,12 @@ Declaration decode_hello(std::string_view line);
 StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
                           const Capabilities& promised);
 
+/// The same with `arrays` encoding. Binary: every array must be an
+/// `{"offset":O,"count":C}` object with non-negative integers, the right count, and
+/// bytes [O, O + 4C) inside `answer.payload`.
+StepOutcome decode_answer(const Frame& answer, std::int64_t id, const Case& c,
+                          const Capabilities& promised, ArrayEncoding arrays);
+
 /// The hello reply an adapter declaring `d` would send, extension fields included.
 /// For in-process fakes and tests; decode_hello inverts it.
 std::string encode_hello_reply(const Declaration& d);
@@ -59,6 +96,10 @@ std::string encode_hello_reply(const Declaration& d);
 /// The result message an adapter would send for `r`; optional outputs are written
 /// when present. For in-process fakes and tests.
 std::string encode_result(std::int64_t id, const StepResult& r);
+
+/// The same with `arrays` encoding (binary: arrays in the order loss, kernel, bias,
+/// grad_kernel, grad_bias).
+Frame encode_result(std::int64_t id, const StepResult& r, ArrayEncoding arrays);
 
 /// `{"op":"error","id":ID,"message":MESSAGE}`. For in-process fakes and tests.
 std::string encode_error(std::int64_t id, std::string_view message);
