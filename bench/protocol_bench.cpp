@@ -1,8 +1,9 @@
 // Protocol round trip per case against the NumPy adapter: the suite encodes a case,
 // the adapter decodes it, runs the NumPy step, encodes the result, and the suite
-// decodes and validates it. The adapter (bench/timed_numpy_adapter.py) times its own
-// step() in the same run; counters: round_trip_us and step_us per case, and
-// overhead_pct = (round trip - step) / round trip.
+// decodes and validates it. The adapter (bench/timed_adapter.py) times its own step()
+// in the same run; counters: round_trip_us and step_us per case, and
+// overhead_pct = (round trip - step) / round trip. The Null benchmarks run the adapter
+// with --null (a step that computes nothing): the protocol's cost alone.
 //
 // SGDC_BENCH_PYTHON names the interpreter (default /usr/bin/python3, which has
 // Debian's NumPy).
@@ -19,10 +20,10 @@
 namespace sgdc::bench {
 namespace {
 
-std::string adapter_command() {
+std::string adapter_command(bool null) {
   const char* python = std::getenv("SGDC_BENCH_PYTHON");
   return std::string(python != nullptr ? python : "/usr/bin/python3") +
-         " " SGDC_SOURCE_DIR "/bench/timed_numpy_adapter.py";
+         " " SGDC_SOURCE_DIR "/bench/timed_adapter.py" + (null ? " --null" : "");
 }
 
 // Seconds the adapter spent in step() over `cases` cases, from its last stderr line.
@@ -37,10 +38,10 @@ bool step_seconds(const std::string& stderr_tail, double& seconds, double& cases
 
 // Arrays as raw payload bytes (the binary extension, what the suite negotiates) or as
 // base64 inside the JSON line (protocol v1 as published).
-void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays) {
+void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool null) {
   const int s = static_cast<int>(state.range(0));
   const Case c = random_case(s, s, s);
-  protocol::ProtocolAdapter adapter(adapter_command(), 60.0, 60.0, {}, arrays);
+  protocol::ProtocolAdapter adapter(adapter_command(null), 60.0, 60.0, {}, arrays);
   if (adapter.array_encoding() != arrays) state.SkipWithError("the adapter chose another encoding");
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -62,10 +63,16 @@ void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays) {
 }
 
 void BM_NumpyRoundTripBinary(benchmark::State& state) {
-  round_trips(state, protocol::ArrayEncoding::binary);
+  round_trips(state, protocol::ArrayEncoding::binary, false);
 }
 void BM_NumpyRoundTripBase64(benchmark::State& state) {
-  round_trips(state, protocol::ArrayEncoding::base64);
+  round_trips(state, protocol::ArrayEncoding::base64, false);
+}
+void BM_NullRoundTripBinary(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::binary, true);
+}
+void BM_NullRoundTripBase64(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::base64, true);
 }
 
 BENCHMARK(BM_NumpyRoundTripBinary)
@@ -76,6 +83,20 @@ BENCHMARK(BM_NumpyRoundTripBinary)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(1.0);
 BENCHMARK(BM_NumpyRoundTripBase64)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+BENCHMARK(BM_NullRoundTripBinary)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+BENCHMARK(BM_NullRoundTripBase64)
     ->Arg(8)
     ->Arg(32)
     ->Arg(64)
