@@ -3,7 +3,9 @@
 // decodes and validates it. The adapter (bench/timed_adapter.py) times its own step()
 // in the same run; counters: round_trip_us and step_us per case, and
 // overhead_pct = (round trip - step) / round trip. The Null benchmarks run the adapter
-// with --null (a step that computes nothing): the protocol's cost alone.
+// with --null (a step that computes nothing): the protocol's cost alone. The Ahead
+// benchmarks keep 8 cases in flight, as a conformance run does: round_trip_us is then
+// the time per case of the stream.
 //
 // SGDC_BENCH_PYTHON names the interpreter (default /usr/bin/python3, which has
 // Debian's NumPy).
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "random_case.hpp"
 #include "sgdc/conformance/protocol/adapter.hpp"
@@ -38,13 +41,20 @@ bool step_seconds(const std::string& stderr_tail, double& seconds, double& cases
 
 // Arrays as raw payload bytes (the binary extension, what the suite negotiates) or as
 // base64 inside the JSON line (protocol v1 as published).
-void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool null) {
+// With `ahead` > 1, cases go as the runner sends them: before each step, a hint of the
+// next `ahead` cases (Implementation::prefetch), so that up to `ahead` are in flight.
+void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool null,
+                 int ahead = 1) {
   const int s = static_cast<int>(state.range(0));
   const Case c = random_case(s, s, s);
-  protocol::ProtocolAdapter adapter(adapter_command(null), 60.0, 60.0, {}, arrays);
+  protocol::ProtocolAdapter adapter(adapter_command(null), 60.0, 60.0, {}, arrays, ahead);
   if (adapter.array_encoding() != arrays) state.SkipWithError("the adapter chose another encoding");
+  if (adapter.prefetch_window() != ahead)
+    state.SkipWithError("the adapter takes fewer cases ahead");
+  const std::vector<Case> plan(static_cast<std::size_t>(ahead), c);
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
+    if (ahead > 1) adapter.prefetch(plan);
     const StepOutcome o = adapter.step(c);
     if (!o.result) state.SkipWithError("the adapter rejected the case");
   }
@@ -68,6 +78,12 @@ void BM_NumpyRoundTripBinary(benchmark::State& state) {
 void BM_NumpyRoundTripBase64(benchmark::State& state) {
   round_trips(state, protocol::ArrayEncoding::base64, false);
 }
+void BM_NumpyAheadBinary(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::binary, false, 8);
+}
+void BM_NullAheadBinary(benchmark::State& state) {
+  round_trips(state, protocol::ArrayEncoding::binary, true, 8);
+}
 void BM_NullRoundTripBinary(benchmark::State& state) {
   round_trips(state, protocol::ArrayEncoding::binary, true);
 }
@@ -83,6 +99,20 @@ BENCHMARK(BM_NumpyRoundTripBinary)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(1.0);
 BENCHMARK(BM_NumpyRoundTripBase64)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+BENCHMARK(BM_NumpyAheadBinary)
+    ->Arg(8)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(1.0);
+BENCHMARK(BM_NullAheadBinary)
     ->Arg(8)
     ->Arg(32)
     ->Arg(64)

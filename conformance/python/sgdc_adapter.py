@@ -22,7 +22,8 @@ and writes its traceback to stderr, so one bad case never kills the adapter.
 Besides the protocol's fields, the hello reply carries three additive fields that
 describe the implementation: "subnormals" ("ieee", or "ftz" when subnormal inputs or
 results may be flushed to zero), "unit_roundoff" (2**-24 for float32 arithmetic) and
-"sharded" (whether the step really splits work over `num_shards`). When the suite
+"sharded" (whether the step really splits work over `num_shards`), and
+"max_in_flight" (the suite may send cases ahead of their answers). When the suite
 offers binary arrays, the kit accepts them ("array_encoding": "binary"): arrays then
 travel as raw bytes after each line instead of base64 inside it, which the step never
 sees (docs/protocol-extensions.md).
@@ -67,6 +68,9 @@ def require(*modules):
 np, = require("numpy")
 
 PROTOCOL = 1
+# Cases the suite may send before reading the first answer: messages are read and
+# answered one at a time, in order, whatever waits in the pipe.
+MAX_IN_FLIGHT = 64
 CAPABILITIES = ("grads", "step_counter", "shard_layout")
 
 # Reserve the real stdout for protocol messages (bytes: lines and binary payloads);
@@ -279,7 +283,8 @@ def serve(step, *, name, version, capabilities=(), subnormals="ieee", unit_round
         raise ValueError("subnormals must be 'ieee' or 'ftz'")
     hello = {"op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
              "capabilities": capabilities, "subnormals": subnormals,
-             "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded)}
+             "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded),
+             "max_in_flight": MAX_IN_FLIGHT}
     if max_shards is not None:
         if not isinstance(max_shards, int) or max_shards < 1:
             raise ValueError("max_shards must be a positive integer")

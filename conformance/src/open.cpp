@@ -35,6 +35,11 @@ void add_open_options(CLI::App& cmd, OpenOptions& options) {
          "when the adapter accepts it) or base64 (protocol v1 as published)")
       ->check(CLI::IsMember({"binary", "base64"}))
       ->default_str(std::string(protocol::to_string(options.arrays)));
+  cmd.add_option("--ahead", options.window,
+                 "Cases sent to an adapter ahead of their answers, when it declares "
+                 "max_in_flight (1: one at a time)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
 }
 
 }  // namespace sgdc::conformance

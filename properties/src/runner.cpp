@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
+#include <vector>
 
 namespace sgdc {
 
@@ -54,6 +56,22 @@ rc::Shrinkable<Case> draw(const Property& property, std::uint64_t seed, int inde
   return property.generator(mine, std::min(index, 100));
 }
 
+namespace {
+
+// Case `index` of a run, with the run's fixed num_shards applied.
+rc::Shrinkable<Case> draw_for_run(const Property& property, const RunOptions& options, int index) {
+  rc::Shrinkable<Case> drawn = draw(property, options.seed, index);
+  if (options.num_shards) {
+    drawn = rc::shrinkable::map(std::move(drawn), [s = *options.num_shards](Case c) {
+      c.num_shards = s;
+      return c;
+    });
+  }
+  return drawn;
+}
+
+}  // namespace
+
 PropertyReport run_property(const Property& property, Implementation& impl,
                             const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -66,14 +84,25 @@ PropertyReport run_property(const Property& property, Implementation& impl,
   const int wanted = options.only_case ? 1 : options.cases;
   // A property that discards (e.g. indistinguishable losses) may draw up to 10x.
   const int last = options.only_case ? first : first + 10 * wanted;
+  // Cases drawn ahead for Implementation::prefetch: case `index` first.
+  const int window = property.first_step && !options.only_case ? impl.prefetch_window() : 0;
+  std::deque<rc::Shrinkable<Case>> ahead;
+  std::vector<Case> upcoming;
   for (int index = first; index <= last && report.cases < wanted; ++index) {
-    rc::Shrinkable<Case> drawn = draw(property, options.seed, index);
-    if (options.num_shards) {
-      drawn = rc::shrinkable::map(std::move(drawn), [s = *options.num_shards](Case c) {
-        c.num_shards = s;
-        return c;
-      });
+    while (static_cast<int>(ahead.size()) < std::max(window, 1) &&
+           index + static_cast<int>(ahead.size()) <= last) {
+      ahead.push_back(draw_for_run(property, options, index + static_cast<int>(ahead.size())));
     }
+    if (window > 0) {
+      // No more than the run still needs: an answer nobody asks for is wasted work.
+      const auto hinted = std::min<std::size_t>(ahead.size(), wanted - report.cases);
+      upcoming.clear();
+      for (std::size_t i = 0; i < hinted; ++i)
+        upcoming.push_back(property.first_step(ahead[i].value()));
+      impl.prefetch(upcoming);
+    }
+    rc::Shrinkable<Case> drawn = std::move(ahead.front());
+    ahead.pop_front();
     try {
       const Verdict v = property.check(impl, drawn.value(), report.observations);
       if (v.kind == Verdict::Kind::discard) {

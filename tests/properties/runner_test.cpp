@@ -89,5 +89,69 @@ TEST(Runner, FaultWhileShrinkingKeepsTheCounterexample) {
   EXPECT_TRUE(r.fatal_fault);
 }
 
+// A built-in that records the prefetch hints and the steps it is asked for.
+class Recorder final : public Implementation {
+ public:
+  explicit Recorder(int window)
+      : inner_(builtin::make(builtin::find("float32"))), window_(window) {}
+  const Declaration& declaration() const override { return inner_->declaration(); }
+  StepOutcome step(const Case& c) override {
+    stepped.push_back(c);
+    return inner_->step(c);
+  }
+  void prefetch(std::span<const Case> upcoming) noexcept override {
+    hints.emplace_back(upcoming.begin(), upcoming.end());
+  }
+  int prefetch_window() const noexcept override { return window_; }
+
+  std::vector<Case> stepped;
+  std::vector<std::vector<Case>> hints;
+
+ private:
+  std::unique_ptr<Implementation> inner_;
+  int window_;
+};
+
+TEST(Runner, HintsTheFirstStepsOfTheNextCases) {
+  for (const char* name : {"accuracy", "shard_invariance", "zero_lr", "determinism"}) {
+    const Property& p = find_property(name);
+    Recorder rec(4);
+    RunOptions o;
+    o.cases = 10;
+    const PropertyReport r = run_property(p, rec, o);
+    ASSERT_TRUE(r.passed) << name;
+    ASSERT_EQ(rec.hints.size(), 10u) << name;
+    for (std::size_t i = 0; i < rec.hints.size(); ++i) {
+      // Up to the window, and never more than the run still needs.
+      EXPECT_EQ(rec.hints[i].size(), std::min<std::size_t>(4, 10 - i)) << name;
+      // The hint's first case is the check's first step, and the next hint goes on from it.
+      EXPECT_EQ(rec.hints[i][0].x, p.first_step(draw(p, o.seed, static_cast<int>(i)).value()).x);
+      EXPECT_EQ(rec.hints[i][0].lr, p.first_step(draw(p, o.seed, static_cast<int>(i)).value()).lr);
+      if (i + 1 < rec.hints.size()) EXPECT_EQ(rec.hints[i][1].x, rec.hints[i + 1][0].x) << name;
+    }
+    // Each hint names the case stepped next.
+    std::size_t next = 0;
+    for (const Case& c : rec.stepped) {
+      if (next < rec.hints.size() && c.x == rec.hints[next][0].x && c.lr == rec.hints[next][0].lr &&
+          c.num_shards == rec.hints[next][0].num_shards)
+        ++next;
+    }
+    EXPECT_EQ(next, rec.hints.size()) << name;
+  }
+}
+
+TEST(Runner, NoHintsWithoutAWindowOrAFirstStep) {
+  Recorder none(0);
+  EXPECT_TRUE(run_property(find_property("accuracy"), none, {}).passed);
+  EXPECT_TRUE(none.hints.empty());
+  Recorder some(4);
+  EXPECT_TRUE(run_property(find_property("pre_update_loss"), some, {}).passed);
+  EXPECT_TRUE(some.hints.empty()) << "pre_update_loss may discard before it steps";
+  RunOptions replay;
+  replay.only_case = 3;
+  EXPECT_TRUE(run_property(find_property("accuracy"), some, replay).passed);
+  EXPECT_TRUE(some.hints.empty());
+}
+
 }  // namespace
 }  // namespace sgdc

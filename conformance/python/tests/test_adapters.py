@@ -264,6 +264,23 @@ def test_binary_arrays():
     assert a.close() == 0
 
 
+def test_cases_sent_ahead():
+    a = Adapter(adapter_command("numpy"), binary=True)
+    assert a.hello["max_in_flight"] >= 8, a.hello
+    cases = [make_case(5, 3, 2, seed=s) for s in range(8)] + [make_case(64, 64, 64, seed=9)]
+    expected = [a.step(c) for c in cases]
+    # All sent before any answer is read: answered in order, the same bits.
+    for i, c in enumerate(cases):
+        msg, payload = binary_step_message(c, 100 + i)
+        a.proc.stdin.write(json.dumps(msg).encode() + b"\n" + payload)
+    a.proc.stdin.flush()
+    for i, want in enumerate(expected):
+        got = a.read_payload(json.loads(a.proc.stdout.readline()))
+        assert got["id"] == 100 + i, got
+        assert all(got[k].tobytes() == want[k].tobytes() for k in ARRAYS), i
+    assert a.close() == 0
+
+
 def test_stray_output_rejection_and_crash():
     script = (f"import sys, os; sys.path.insert(0, {PYDIR!r}); import sgdc_adapter as s\n"
               "def step(case):\n"

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -27,6 +29,17 @@ void check_timeout(const char* name, double seconds) {
   }
 }
 
+// Equal bits in every field (NaN payloads and -0 included).
+bool same_case(const Case& a, const Case& b) {
+  const auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() &&
+           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+  };
+  return a.n == b.n && a.d == b.d && a.k == b.k && a.num_shards == b.num_shards &&
+         a.step == b.step && std::memcmp(&a.lr, &b.lr, sizeof a.lr) == 0 &&
+         same(a.kernel, b.kernel) && same(a.bias, b.bias) && same(a.x, b.x) && same(a.y, b.y);
+}
+
 std::string trim(std::string s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return {};
@@ -45,7 +58,7 @@ constexpr std::size_t quote_limit = 200;
 
 ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
                                  double handshake_timeout_s, ChildProcess::Options options,
-                                 ArrayEncoding offer)
+                                 ArrayEncoding offer, int window)
     : case_timeout_s_(case_timeout_s) {
   check_timeout("case timeout", case_timeout_s);
   check_timeout("handshake timeout", handshake_timeout_s);
@@ -56,12 +69,14 @@ ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
                                           detail::printable(command, quote_limit), e.what()));
   }
   const bool offer_binary = offer == ArrayEncoding::binary;
-  const Frame reply = exchange(Frame{encode_hello(offer_binary), {}}, "handshake",
-                               handshake_timeout_s, true, false);
+  const auto deadline = after(handshake_timeout_s);
+  send(Frame{encode_hello(offer_binary), {}}, "handshake", deadline, handshake_timeout_s, true);
+  const Frame reply = receive("handshake", deadline, handshake_timeout_s, true, false);
   try {
     Hello hello = decode_hello_reply(reply.line, offer_binary);
     declaration_ = std::move(hello.declaration);
     arrays_ = hello.arrays;
+    window_ = std::min(window, hello.max_in_flight);
   } catch (const ProtocolError& e) {
     fail("handshake", e.what(), true);
   }
@@ -79,15 +94,75 @@ StepOutcome ProtocolAdapter::step(const Case& c) {
     throw ImplementationFault(
         fmt::format("case {}: not run: the adapter was closed", last_id_ + 1));
   }
+  // A case sent ahead: answers are read in order, so those sent before it come first
+  // (and are dropped: the plan changed).
+  for (std::size_t j = 0; j < sent_.size(); ++j) {
+    if (!same_case(sent_[j].c, c)) continue;
+    for (; j > 0; --j) {
+      collect(sent_.front());
+      sent_.pop_front();
+    }
+    collect(sent_.front());
+    StepOutcome outcome = std::move(*sent_.front().outcome);
+    sent_.pop_front();
+    return outcome;
+  }
+  // Not sent ahead: its answer comes after theirs, which are kept for later.
+  for (Sent& s : sent_) collect(s);
   const std::int64_t id = ++last_id_;
   const std::string context = fmt::format("case {}", id);
-  const bool binary = arrays_ == ArrayEncoding::binary;
-  const Frame answer =
-      exchange(encode_step(id, c, arrays_), context, case_timeout_s_, false, binary);
+  const auto deadline = after(case_timeout_s_);
+  send(encode_step(id, c, arrays_), context, deadline, case_timeout_s_, false);
+  last_answer_ = Clock::now();
+  return answer(id, c, context, deadline);
+}
+
+StepOutcome ProtocolAdapter::answer(std::int64_t id, const Case& c, const std::string& context,
+                                    Clock::time_point deadline) {
+  const Frame frame =
+      receive(context, deadline, case_timeout_s_, false, arrays_ == ArrayEncoding::binary);
+  last_answer_ = Clock::now();
   try {
-    return decode_answer(answer, id, c, declaration_.capabilities, arrays_);
+    return decode_answer(frame, id, c, declaration_.capabilities, arrays_);
   } catch (const ProtocolError& e) {
     fail(context, e.what(), false);
+  }
+}
+
+void ProtocolAdapter::collect(Sent& s) {
+  if (s.outcome) return;
+  // The adapter starts a case sent ahead once it has answered the one before.
+  const auto deadline = std::max(s.sent, last_answer_) +
+                        std::chrono::duration_cast<Clock::duration>(Seconds{case_timeout_s_});
+  s.outcome = answer(s.id, s.c, fmt::format("case {}", s.id), deadline);
+  unread_bytes_ -= s.bytes;
+}
+
+void ProtocolAdapter::prefetch(std::span<const Case> upcoming) noexcept {
+  if (broken() || closed_status_ || window_ <= 1) return;
+  try {
+    // Answers the plan no longer asks for first.
+    while (!sent_.empty() && sent_.front().outcome &&
+           (upcoming.empty() || !same_case(sent_.front().c, upcoming.front()))) {
+      sent_.pop_front();
+    }
+    std::size_t k = 0;
+    for (; k < sent_.size(); ++k) {
+      // Another plan than the cases already sent: step() sorts it out.
+      if (k >= upcoming.size() || !same_case(sent_[k].c, upcoming[k])) return;
+    }
+    for (; k < upcoming.size() && static_cast<int>(sent_.size()) < window_; ++k) {
+      Frame request = encode_step(last_id_ + 1, upcoming[k], arrays_);
+      const std::size_t bytes = request.line.size() + 1 + request.payload.size();
+      // Only what the pipe holds unread: sending ahead must never wait for the adapter.
+      if (unread_bytes_ + bytes > child_->stdin_capacity() / 2) return;
+      const std::int64_t id = ++last_id_;
+      send(request, fmt::format("case {}", id), after(case_timeout_s_), case_timeout_s_, false);
+      sent_.push_back(Sent{id, upcoming[k], bytes, Clock::now(), std::nullopt});
+      unread_bytes_ += bytes;
+    }
+  } catch (...) {
+    // The fault is recorded (broken()); the next step() reports it.
   }
 }
 
@@ -95,6 +170,12 @@ ExitStatus ProtocolAdapter::close() noexcept {
   try {
     if (closed_status_) return *closed_status_;
     if (!child_) return ExitStatus{};
+    // Cases sent ahead are answered before bye is read; a fault ends the wait.
+    try {
+      for (Sent& s : sent_) collect(s);
+    } catch (const ImplementationFault&) {
+    }
+    sent_.clear();
     if (!broken() && child_->running()) {
       // Whether bye arrives or not, stop() follows: closing stdin means the same.
       child_->write_all(encode_bye() + "\n", after(bye_write_s));
@@ -111,16 +192,13 @@ std::string ProtocolAdapter::stderr_tail() {
   return child_ ? child_->stderr_tail() : std::string();
 }
 
-Frame ProtocolAdapter::exchange(const Frame& request, const std::string& context, double timeout_s,
-                                bool starting, bool payload) {
-  const auto deadline = after(timeout_s);
-  // Says how the adapter ended if it has (or does within a moment), else `otherwise`.
-  const auto ended = [&](const std::string& otherwise) {
-    if (const auto s = child_->wait_for_exit(after(exit_wait_s))) {
-      return "adapter " + s->describe();
-    }
-    return otherwise;
-  };
+std::string ProtocolAdapter::ended(const std::string& otherwise) {
+  if (const auto s = child_->wait_for_exit(after(exit_wait_s))) return "adapter " + s->describe();
+  return otherwise;
+}
+
+void ProtocolAdapter::send(const Frame& request, const std::string& context,
+                           Clock::time_point deadline, double timeout_s, bool starting) {
   try {
     // One buffer, so that a small message goes out in one write.
     std::string bytes;
@@ -128,13 +206,22 @@ Frame ProtocolAdapter::exchange(const Frame& request, const std::string& context
     bytes.append(request.line).append(1, '\n').append(request.payload);
     switch (child_->write_all(bytes, deadline)) {
       case ChildProcess::WriteStatus::ok:
-        break;
+        return;
       case ChildProcess::WriteStatus::timed_out:
         fail(context, fmt::format("adapter did not read its input within {:g} s", timeout_s),
              starting);
       case ChildProcess::WriteStatus::closed:
         fail(context, ended("adapter closed its stdin"), starting);
     }
+  } catch (const std::system_error& e) {
+    fail(context, e.what(), starting);
+  }
+  fail(context, "unexpected state writing the request", starting);
+}
+
+Frame ProtocolAdapter::receive(const std::string& context, Clock::time_point deadline,
+                               double timeout_s, bool starting, bool payload) {
+  try {
     ChildProcess::Line line = child_->read_line(deadline);
     switch (line.status) {
       case ChildProcess::Line::Status::ok: {
@@ -185,6 +272,8 @@ Frame ProtocolAdapter::exchange(const Frame& request, const std::string& context
 }
 
 void ProtocolAdapter::fail(const std::string& context, const std::string& what, bool starting) {
+  sent_.clear();
+  unread_bytes_ = 0;
   std::string message = fmt::format("{}: {}", context, what);
   // Taken before stop(), which would report its own SIGTERM for a live adapter.
   const std::optional<ExitStatus> ended_by_itself = child_ ? child_->exit_status() : std::nullopt;

@@ -53,10 +53,15 @@ void set_nonblocking(int fd) {
 // A larger pipe lets a large case or answer (a 128^3 case is 200 KB) go in one write:
 // with the default 64 KiB each extra fill is another wake-up of both processes. Best
 // effort: Linux only, and the system's limit (/proc/sys/fs/pipe-max-size) may refuse it.
-void enlarge_pipe([[maybe_unused]] int fd) {
-#ifdef F_SETPIPE_SZ
-  if (fd >= 0) (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+// Returns the pipe's capacity.
+std::size_t enlarge_pipe([[maybe_unused]] int fd) {
+#if defined(F_SETPIPE_SZ) && defined(F_GETPIPE_SZ)
+  if (fd >= 0) {
+    (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+    if (const int size = ::fcntl(fd, F_GETPIPE_SZ); size > 0) return static_cast<std::size_t>(size);
+  }
 #endif
+  return 65536;
 }
 
 // write() that turns a closed reader into EPIPE without raising SIGPIPE, and without
@@ -253,7 +258,7 @@ void ChildProcess::start() {
     set_nonblocking(stdin_fd_);
     set_nonblocking(stdout_fd_);
     set_nonblocking(stderr_fd_);
-    enlarge_pipe(stdin_fd_);
+    stdin_capacity_ = enlarge_pipe(stdin_fd_);
     enlarge_pipe(stdout_fd_);
   } catch (...) {
     stop(Seconds{0});

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -283,7 +284,14 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"", show(*a)));
     }
   }
-  return Hello{std::move(d), arrays};
+  int max_in_flight = 1;
+  if (const auto m = j.find("max_in_flight"); m != j.end()) {
+    const auto value = as_int64(*m);
+    if (!value || *value < 1)
+      bad(fmt::format("max_in_flight is not a positive integer: {}", show(*m)));
+    max_in_flight = static_cast<int>(std::min<std::int64_t>(*value, 1 << 20));
+  }
+  return Hello{std::move(d), arrays, max_in_flight};
 }
 
 std::size_t payload_size(std::string_view line, std::size_t limit) {

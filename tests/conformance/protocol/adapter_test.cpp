@@ -419,5 +419,76 @@ TEST(ProtocolAdapter, PayloadThatNeverArrivesTimesOut) {
   EXPECT_LT(seconds_since(start_time), 4.0);
 }
 
+// --- cases sent ahead (prefetch) ---
+
+// The worked example with another learning rate: a distinct case, with known answers.
+Case worked_with_lr(float lr) {
+  Case c = worked_example();
+  c.lr = lr;
+  return c;
+}
+
+TEST(ProtocolAdapter, AdapterWithoutMaxInFlightGetsOneCaseAtATime) {
+  auto adapter = start("good");
+  EXPECT_EQ(adapter->prefetch_window(), 1);
+  const std::vector<Case> plan = {worked_example(), two_by_two()};
+  adapter->prefetch(plan);
+  EXPECT_EQ(adapter->last_id(), 0) << "nothing may be sent ahead";
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+}
+
+TEST(ProtocolAdapter, CasesSentAheadAreAnsweredInOrder) {
+  auto adapter = start("pipelined");
+  EXPECT_EQ(adapter->prefetch_window(), ProtocolAdapter::default_window);
+  const std::vector<Case> plan = {worked_example(), two_by_two(), worked_with_lr(0.5f)};
+  adapter->prefetch(plan);
+  EXPECT_EQ(adapter->last_id(), 3);
+  adapter->prefetch(plan);  // the same plan again sends nothing more
+  EXPECT_EQ(adapter->last_id(), 3);
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter->step(two_by_two()).result->kernel.size(), 4u);
+  // lr 0.5: kernel 1 - 0.5 * 5 = -1.5, exactly.
+  EXPECT_EQ(adapter->step(worked_with_lr(0.5f)).result->kernel, std::vector<float>{-1.5f});
+  EXPECT_EQ(adapter->last_id(), 3) << "a case sent ahead is not sent again";
+  EXPECT_TRUE(adapter->close().success());
+}
+
+TEST(ProtocolAdapter, ACaseNotSentAheadIsAnsweredAfterThoseThatWere) {
+  auto adapter = start("pipelined");
+  const std::vector<Case> plan = {worked_example(), worked_with_lr(0.5f)};
+  adapter->prefetch(plan);
+  // Asked out of plan: answered (id 3) after ids 1 and 2, which are kept.
+  EXPECT_EQ(adapter->step(two_by_two()).result->step, 42);
+  EXPECT_EQ(adapter->last_id(), 3);
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  // The same case twice: the second is computed again (id 4), as determinism needs.
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter->last_id(), 4);
+  // Skipping a case sent ahead drops its answer.
+  adapter->prefetch(std::vector<Case>{worked_with_lr(0.25f), worked_with_lr(0.125f)});
+  EXPECT_EQ(adapter->step(worked_with_lr(0.125f)).result->kernel, std::vector<float>{0.375f});
+  EXPECT_EQ(adapter->last_id(), 6);
+  EXPECT_EQ(adapter->step(worked_with_lr(0.25f)).result->kernel, std::vector<float>{-0.25f});
+  EXPECT_EQ(adapter->last_id(), 7);
+}
+
+TEST(ProtocolAdapter, FaultOnACaseSentAheadNamesIt) {
+  auto adapter = start("pipelined_crash_after_1");
+  const std::vector<Case> plan = {worked_example(), two_by_two(), worked_with_lr(0.5f)};
+  adapter->prefetch(plan);
+  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  expect_case_fault(*adapter, two_by_two(),
+                    {"case 2: adapter exited with status 1", "fake: crashing on case 2"});
+}
+
+TEST(ProtocolAdapter, CaseSentAheadStillTimesOut) {
+  auto adapter = start("pipelined_hang", 0.5);
+  const std::vector<Case> plan = {worked_example(), two_by_two()};
+  adapter->prefetch(plan);
+  const auto start_time = Clock::now();
+  expect_case_fault(*adapter, worked_example(), {"case 1: no answer within 0.5 s"});
+  EXPECT_LT(seconds_since(start_time), 4.0);
+}
+
 }  // namespace
 }  // namespace sgdc::protocol

@@ -330,6 +330,17 @@ TEST(Messages, HelloOffersBinaryArrays) {
                      R"(array_encoding is "raw", expected "base64" or "binary")");
 }
 
+TEST(Messages, HelloMaxInFlight) {
+  const std::string reply =
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])";
+  EXPECT_EQ(decode_hello_reply(reply + "}", false).max_in_flight, 1);
+  EXPECT_EQ(decode_hello_reply(reply + R"(,"max_in_flight":64})", false).max_in_flight, 64);
+  for (const std::string bad : {"0", "-3", "2.5", "\"8\"", "true"}) {
+    expect_hello_error(reply + R"(,"max_in_flight":)" + bad + "}",
+                       "max_in_flight is not a positive integer: " + bad);
+  }
+}
+
 TEST(Messages, BinaryCaseLaysOutEveryArrayInOrder) {
   const Frame f = encode_step(7, worked_example(), ArrayEncoding::binary);
   EXPECT_EQ(f.line, R"({"op":"step","id":7,"n":2,"d":1,"k":1,"num_shards":1,"step":0,)"

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "sgdc/conformance/protocol/array_encoding.hpp"
+#include "sgdc/conformance/protocol/adapter.hpp"
 #include "sgdc/properties/implementation.hpp"
 
 namespace CLI {
@@ -22,9 +22,11 @@ struct OpenOptions {
   /// Array encoding offered in the handshake: binary (used if the adapter accepts it) or
   /// base64 only (protocol v1 as published).
   protocol::ArrayEncoding arrays = protocol::ArrayEncoding::binary;
+  /// Cases sent to an adapter ahead of their answers, when it accepts them (1: none).
+  int window = protocol::ProtocolAdapter::default_window;
 };
 
-/// Adds --timeout, --handshake-timeout and --arrays to a subcommand that opens
+/// Adds --timeout, --handshake-timeout, --arrays and --ahead to a subcommand that opens
 /// implementations.
 void add_open_options(CLI::App& cmd, OpenOptions& options);
 

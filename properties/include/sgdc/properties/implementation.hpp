@@ -4,6 +4,7 @@
 /// adapter, with what it declares about itself.
 
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -60,6 +61,14 @@ class Implementation {
   virtual const Declaration& declaration() const = 0;
   /// Runs one step. Throws ImplementationFault when the implementation breaks.
   virtual StepOutcome step(const Case& c) = 0;
+  /// A hint: the cases that will probably be stepped next, in order, the next step()'s
+  /// first. An implementation may start them early (an adapter in another process then
+  /// works while the suite checks); step() of an equal case then returns that answer,
+  /// and a step() of any other case must still be answered as if no hint had come.
+  /// Ignored by default. Never throws.
+  virtual void prefetch(std::span<const Case> upcoming) noexcept { (void)upcoming; }
+  /// How many upcoming cases prefetch() can use; 0 (the default): don't hint.
+  virtual int prefetch_window() const noexcept { return 0; }
 };
 
 }  // namespace sgdc

@@ -35,6 +35,9 @@ struct Property {
   rc::Gen<Case> generator;
   /// Checks one case; throws ImplementationFault when the implementation breaks.
   std::function<Verdict(Implementation&, const Case&, Observations&)> check;
+  /// The case check() steps first for a drawn case, when it always steps one before
+  /// anything else (the runner hints these to Implementation::prefetch); empty when not.
+  std::function<Case(const Case&)> first_step = {};
 };
 
 /// Every property, in report order.

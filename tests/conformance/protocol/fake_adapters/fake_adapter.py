@@ -34,6 +34,7 @@ mode breaks the protocol in one way, named by MODE:
   binary_string      binary: kernel is a base64 string instead of a reference
   binary_cut         binary: announces 64 more payload bytes than it writes, exits with status 1
   binary_stall       binary: announces 64 more payload bytes than it writes, then hangs
+  pipelined[_MODE]   declares max_in_flight 8, then behaves as MODE (default good)
   sleeper            (internal) the grandchild of hang_grandchild
 """
 
@@ -148,7 +149,7 @@ def write_pid(pid):
     os.replace(tmp, sys.argv[2])
 
 
-def hello(mode, offered):
+def hello(mode, offered, pipelined=False):
     if mode == "hang_in_handshake":
         time.sleep(FOREVER)
     if mode == "hello_not_json":
@@ -160,6 +161,8 @@ def hello(mode, offered):
              "capabilities": [] if mode == "minimal" else ["grads", "step_counter", "shard_layout"]}
     if mode != "minimal":
         reply.update({"subnormals": "ieee", "unit_roundoff": 2.0 ** -24, "sharded": False})
+    if pipelined:
+        reply["max_in_flight"] = 8
     binary = mode == "binary_unoffered" or (mode.startswith("binary") and "binary" in offered)
     if binary:
         reply["array_encoding"] = "binary"
@@ -237,11 +240,14 @@ def main():
     if mode == "exit_immediately":
         sys.stderr.write("fake: exiting at once\n")
         sys.exit(3)
+    pipelined = mode.startswith("pipelined")
+    if pipelined:
+        mode = mode[len("pipelined_"):] or "good"
     count, binary = 0, False
     for line in sys.stdin.buffer:
         msg = json.loads(line)
         if msg["op"] == "hello":
-            binary = hello(mode, msg.get("array_encodings", []))
+            binary = hello(mode, msg.get("array_encodings", []), pipelined)
             if mode == "hang_no_read":
                 time.sleep(FOREVER)
         elif msg["op"] == "bye":

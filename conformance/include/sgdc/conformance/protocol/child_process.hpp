@@ -82,6 +82,10 @@ class ChildProcess {
   /// Throws std::system_error on unexpected I/O errors.
   WriteStatus write_all(std::string_view data, Clock::time_point deadline);
 
+  /// Bytes the pipe to the child's stdin holds unread before a write must wait (64 KiB
+  /// unless the system allowed a larger pipe).
+  std::size_t stdin_capacity() const { return stdin_capacity_; }
+
   /// Closes the child's stdin (its end of input). Idempotent.
   void close_stdin();
 
@@ -131,6 +135,7 @@ class ChildProcess {
   pid_t pid_ = -1;
   bool reaped_ = false;
   int stdin_fd_ = -1;
+  std::size_t stdin_capacity_ = 65536;
   int stdout_fd_ = -1;
   int stderr_fd_ = -1;
   std::string out_buf_;

@@ -55,15 +55,17 @@ std::string encode_bye();
 /// Capabilities::max_shards. Other fields are ignored. Throws ProtocolError.
 Declaration decode_hello(std::string_view line);
 
-/// A decoded hello reply: the declaration and the array encoding the adapter chose.
+/// A decoded hello reply: the declaration and how the adapter wants to be spoken to.
 struct Hello {
   Declaration declaration;
   ArrayEncoding arrays = ArrayEncoding::base64;
+  int max_in_flight = 1;  ///< cases it accepts before answering the first
 };
 
-/// decode_hello, plus the adapter's choice of array encoding: its optional
+/// decode_hello, plus the adapter's choice of array encoding, its optional
 /// "array_encoding" field, "base64" (the default) or "binary", which is only valid when
-/// the suite offered it (`binary_offered`). Throws ProtocolError.
+/// the suite offered it (`binary_offered`), and its optional "max_in_flight" (a positive
+/// integer, default 1). Throws ProtocolError.
 Hello decode_hello_reply(std::string_view line, bool binary_offered);
 
 /// With binary arrays: how many payload bytes follow the answer `line`, from its
