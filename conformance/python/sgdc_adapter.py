@@ -174,14 +174,16 @@ class Arrays:
             return encode(arr)
         if arr.dtype != np.float32:
             raise TypeError(f"expected float32 values, got {arr.dtype}")
-        raw = np.ascontiguousarray(arr, dtype="<f4").tobytes()
-        ref = {"offset": self.size, "count": arr.size}
-        self.parts.append(raw)
-        self.size += len(raw)
+        # Kept as arrays, not copied to bytes: _send hands them to the kernel directly.
+        part = np.ascontiguousarray(arr, dtype="<f4").reshape(-1)
+        ref = {"offset": self.size, "count": part.size}
+        self.parts.append(part)
+        self.size += part.nbytes
         return ref
 
     def payload(self):
-        return b"".join(self.parts)
+        """The payload's parts, in order (buffers: arrays or bytes)."""
+        return self.parts
 
 
 def _array_out(out, key, shape, arrays):
@@ -222,10 +224,20 @@ def build_result(case, out, capabilities, arrays=None):
     return res
 
 
-def _send(obj, payload=b""):
-    # One write for line and payload: the reader wakes once per message.
-    _proto.write(b"".join((json.dumps(obj, separators=(",", ":")).encode("utf-8"), b"\n", payload)))
+def _send(obj, payload=()):
+    """Writes `obj` as a line, then the buffers of `payload`, in one system call when the
+    pipe has room (the reader then wakes once per message) and without copying them."""
+    parts = [memoryview(json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n")]
+    parts += [memoryview(p).cast("B") for p in payload]
     _proto.flush()
+    fd = _proto.fileno()
+    while parts:
+        written = os.writev(fd, parts)
+        while parts and written >= len(parts[0]):
+            written -= len(parts[0])
+            parts.pop(0)
+        if parts:
+            parts[0] = parts[0][written:]
 
 
 def _read_payload(stream, size):

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <span>
 #include <vector>
 
 namespace sgdc {
@@ -84,7 +85,8 @@ PropertyReport run_property(const Property& property, Implementation& impl,
   const int wanted = options.only_case ? 1 : options.cases;
   // A property that discards (e.g. indistinguishable losses) may draw up to 10x.
   const int last = options.only_case ? first : first + 10 * wanted;
-  // Cases drawn ahead for Implementation::prefetch: case `index` first.
+  // Cases drawn ahead for Implementation::prefetch, case `index` first, and their first
+  // steps (computed once: a case can be large).
   const int window = property.first_step && !options.only_case ? impl.prefetch_window() : 0;
   std::deque<rc::Shrinkable<Case>> ahead;
   std::vector<Case> upcoming;
@@ -92,14 +94,13 @@ PropertyReport run_property(const Property& property, Implementation& impl,
     while (static_cast<int>(ahead.size()) < std::max(window, 1) &&
            index + static_cast<int>(ahead.size()) <= last) {
       ahead.push_back(draw_for_run(property, options, index + static_cast<int>(ahead.size())));
+      if (window > 0) upcoming.push_back(property.first_step(ahead.back().value()));
     }
     if (window > 0) {
       // No more than the run still needs: an answer nobody asks for is wasted work.
-      const auto hinted = std::min<std::size_t>(ahead.size(), wanted - report.cases);
-      upcoming.clear();
-      for (std::size_t i = 0; i < hinted; ++i)
-        upcoming.push_back(property.first_step(ahead[i].value()));
-      impl.prefetch(upcoming);
+      const auto hinted = std::min<std::size_t>(upcoming.size(), wanted - report.cases);
+      impl.prefetch(std::span<const Case>(upcoming).first(hinted));
+      upcoming.erase(upcoming.begin());
     }
     rc::Shrinkable<Case> drawn = std::move(ahead.front());
     ahead.pop_front();

@@ -40,6 +40,22 @@ bool same_case(const Case& a, const Case& b) {
          same(a.kernel, b.kernel) && same(a.bias, b.bias) && same(a.x, b.x) && same(a.y, b.y);
 }
 
+// A cheap test that a planned case is the one sent ahead before: sizes, scalars and the
+// ends of every array. step() compares in full before it uses an answer, so a wrong
+// "same" costs only time.
+bool looks_same(const Case& a, const Case& b) {
+  const auto ends = [](const std::vector<float>& x, const std::vector<float>& y) {
+    if (x.size() != y.size()) return false;
+    const std::size_t n = std::min<std::size_t>(x.size(), 8);
+    return n == 0 ||
+           (std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0 &&
+            std::memcmp(x.data() + x.size() - n, y.data() + y.size() - n, n * sizeof(float)) == 0);
+  };
+  return a.n == b.n && a.d == b.d && a.k == b.k && a.num_shards == b.num_shards &&
+         a.step == b.step && std::memcmp(&a.lr, &b.lr, sizeof a.lr) == 0 &&
+         ends(a.kernel, b.kernel) && ends(a.bias, b.bias) && ends(a.x, b.x) && ends(a.y, b.y);
+}
+
 std::string trim(std::string s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return {};
@@ -143,13 +159,13 @@ void ProtocolAdapter::prefetch(std::span<const Case> upcoming) noexcept {
   try {
     // Answers the plan no longer asks for first.
     while (!sent_.empty() && sent_.front().outcome &&
-           (upcoming.empty() || !same_case(sent_.front().c, upcoming.front()))) {
+           (upcoming.empty() || !looks_same(sent_.front().c, upcoming.front()))) {
       sent_.pop_front();
     }
     std::size_t k = 0;
     for (; k < sent_.size(); ++k) {
       // Another plan than the cases already sent: step() sorts it out.
-      if (k >= upcoming.size() || !same_case(sent_[k].c, upcoming[k])) return;
+      if (k >= upcoming.size() || !looks_same(sent_[k].c, upcoming[k])) return;
     }
     for (; k < upcoming.size() && static_cast<int>(sent_.size()) < window_; ++k) {
       Frame request = encode_step(last_id_ + 1, upcoming[k], arrays_);
