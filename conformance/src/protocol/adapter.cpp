@@ -129,7 +129,6 @@ StepOutcome ProtocolAdapter::step(const Case& c) {
   const std::string context = fmt::format("case {}", id);
   const auto deadline = after(case_timeout_s_);
   send(encode_step(id, c, arrays_), context, deadline, case_timeout_s_, false);
-  last_answer_ = Clock::now();
   return answer(id, c, context, deadline);
 }
 
@@ -172,10 +171,11 @@ void ProtocolAdapter::prefetch(std::span<const Case> upcoming) noexcept {
       const std::size_t bytes = request.line.size() + 1 + request.payload.size();
       // Only what the pipe holds unread: sending ahead must never wait for the adapter.
       if (unread_bytes_ + bytes > child_->stdin_capacity() / 2) return;
+      // Recorded first: once sent, its answer will come (a failed send clears it all).
       const std::int64_t id = ++last_id_;
-      send(request, fmt::format("case {}", id), after(case_timeout_s_), case_timeout_s_, false);
       sent_.push_back(Sent{id, upcoming[k], bytes, Clock::now(), std::nullopt});
       unread_bytes_ += bytes;
+      send(request, fmt::format("case {}", id), after(case_timeout_s_), case_timeout_s_, false);
     }
   } catch (...) {
     // The fault is recorded (broken()); the next step() reports it.
