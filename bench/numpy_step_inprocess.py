@@ -38,7 +38,7 @@ def message(n, d, k, binary):
     msg.update({key: writer(a) for key, a in arrays(n, d, k).items()})
     if binary:
         msg["payload"] = writer.size
-    return json.dumps(msg).encode(), writer.payload()
+    return json.dumps(msg).encode(), b"".join(bytes(p) for p in writer.payload())
 
 
 def round_trip_in_process(line, payload, binary):
@@ -47,7 +47,7 @@ def round_trip_in_process(line, payload, binary):
     case = sgdc_adapter.parse_case(msg, bytearray(payload) if binary else None)
     writer = sgdc_adapter.Arrays(binary)
     res = sgdc_adapter.build_result(case, numpy_step.step(case), CAPS, writer)
-    return json.dumps(res).encode() + writer.payload()
+    return [json.dumps(res).encode(), *writer.payload()]  # what the kit hands to writev
 
 
 def best_us(fn, number):
