@@ -72,6 +72,11 @@ void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool n
   state.counters["overhead_pct"] = 100 * (round_trip - step) / round_trip;
 }
 
+// N = D = K of every benchmark here.
+void sizes(benchmark::internal::Benchmark* b) {
+  b->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Unit(benchmark::kMicrosecond)->MinTime(1.0);
+}
+
 void BM_NumpyRoundTripBinary(benchmark::State& state) {
   round_trips(state, protocol::ArrayEncoding::binary, false);
 }
@@ -91,48 +96,12 @@ void BM_NullRoundTripBase64(benchmark::State& state) {
   round_trips(state, protocol::ArrayEncoding::base64, true);
 }
 
-BENCHMARK(BM_NumpyRoundTripBinary)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
-BENCHMARK(BM_NumpyRoundTripBase64)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
-BENCHMARK(BM_NumpyAheadBinary)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
-BENCHMARK(BM_NullAheadBinary)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
-BENCHMARK(BM_NullRoundTripBinary)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
-BENCHMARK(BM_NullRoundTripBase64)
-    ->Arg(8)
-    ->Arg(32)
-    ->Arg(64)
-    ->Arg(128)
-    ->Unit(benchmark::kMicrosecond)
-    ->MinTime(1.0);
+BENCHMARK(BM_NumpyRoundTripBinary)->Apply(sizes);
+BENCHMARK(BM_NumpyRoundTripBase64)->Apply(sizes);
+BENCHMARK(BM_NumpyAheadBinary)->Apply(sizes);
+BENCHMARK(BM_NullAheadBinary)->Apply(sizes);
+BENCHMARK(BM_NullRoundTripBinary)->Apply(sizes);
+BENCHMARK(BM_NullRoundTripBase64)->Apply(sizes);
 
 }  // namespace
 }  // namespace sgdc::bench

@@ -349,20 +349,10 @@ ChildProcess::Line ChildProcess::read_line(Clock::time_point deadline) {
     }
     out_scanned_ = out_buf_.size();
     if (out_buf_.size() > options_.max_line_bytes) return {Line::Status::too_long, {}};
-    if (stdout_fd_ < 0) return {Line::Status::closed, {}};
     char buf[65536];
-    const ssize_t n = ::read(stdout_fd_, buf, sizeof buf);
-    if (n > 0) {
-      out_buf_.append(buf, static_cast<std::size_t>(n));
-    } else if (n == 0) {
-      close_fd(stdout_fd_);
-    } else if (errno == EINTR) {
-      continue;
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_fd(stdout_fd_, POLLIN, deadline)) return {Line::Status::timed_out, {}};
-    } else {
-      throw sys_error(errno, "reading the adapter's stdout");
-    }
+    const Chunk chunk = read_stdout(buf, sizeof buf, deadline);
+    if (chunk.end) return {*chunk.end, {}};
+    out_buf_.append(buf, chunk.bytes);
   }
 }
 
@@ -375,21 +365,28 @@ ChildProcess::Line ChildProcess::read_bytes(std::size_t n, Clock::time_point dea
   std::size_t done = have;
   bytes.resize(n);
   while (done < n) {
-    if (stdout_fd_ < 0) return {Line::Status::closed, {}};
-    const ssize_t r = ::read(stdout_fd_, bytes.data() + done, n - done);
-    if (r > 0) {
-      done += static_cast<std::size_t>(r);
-    } else if (r == 0) {
-      close_fd(stdout_fd_);
-    } else if (errno == EINTR) {
-      continue;
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (!wait_fd(stdout_fd_, POLLIN, deadline)) return {Line::Status::timed_out, {}};
-    } else {
-      throw sys_error(errno, "reading the adapter's stdout");
-    }
+    const Chunk chunk = read_stdout(bytes.data() + done, n - done, deadline);
+    if (chunk.end) return {*chunk.end, {}};
+    done += chunk.bytes;
   }
   return {Line::Status::ok, std::move(bytes)};
+}
+
+ChildProcess::Chunk ChildProcess::read_stdout(char* dst, std::size_t max,
+                                              Clock::time_point deadline) {
+  if (stdout_fd_ < 0) return {0, Line::Status::closed};
+  const ssize_t n = ::read(stdout_fd_, dst, max);
+  if (n > 0) return {static_cast<std::size_t>(n), std::nullopt};
+  if (n == 0) {
+    close_fd(stdout_fd_);
+    return {0, Line::Status::closed};
+  }
+  if (errno == EINTR) return {0, std::nullopt};
+  if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    if (!wait_fd(stdout_fd_, POLLIN, deadline)) return {0, Line::Status::timed_out};
+    return {0, std::nullopt};
+  }
+  throw sys_error(errno, "reading the adapter's stdout");
 }
 
 std::string ChildProcess::stderr_tail() {

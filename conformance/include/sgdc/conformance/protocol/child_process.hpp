@@ -128,6 +128,13 @@ class ChildProcess {
   void start();
   void drain_stderr();
   bool wait_fd(int fd, short events, Clock::time_point deadline);
+  // One read from stdout into `dst`, waiting for data until `deadline`: the bytes read
+  // (0 after an interruption or a wait: try again), or the status that ends the reading.
+  struct Chunk {
+    std::size_t bytes;
+    std::optional<Line::Status> end;
+  };
+  Chunk read_stdout(char* dst, std::size_t max, Clock::time_point deadline);
   void close_fds();
 
   std::string command_;
