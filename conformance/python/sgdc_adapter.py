@@ -19,8 +19,8 @@ writable float32 arrays. `step` returns float32 values: "loss" (scalar), "kernel
 op "error" and the exception's message; any other exception also answers op "error"
 and writes its traceback to stderr, so one bad case never kills the adapter.
 
-Besides the protocol's fields, the hello reply carries three additive fields that
-describe the implementation: "subnormals" ("ieee", or "ftz" when subnormal inputs or
+Besides the protocol's fields, the hello reply carries additive fields: three that
+describe the implementation, "subnormals" ("ieee", or "ftz" when subnormal inputs or
 results may be flushed to zero), "unit_roundoff" (2**-24 for float32 arithmetic) and
 "sharded" (whether the step really splits work over `num_shards`), and
 "max_in_flight" (the suite may send cases ahead of their answers). When the suite
