@@ -120,16 +120,18 @@ int check(const CheckArgs& a) {
     return could_not_test;
   }
   int passed = 0, failed = 0, faults = 0, not_run = 0;
-  // Every fixture's inputs, in order: an adapter may get the next ones ahead.
+  // Every fixture's inputs, in order, for an adapter that takes the next ones ahead.
+  const std::size_t window = impl ? static_cast<std::size_t>(impl->prefetch_window()) : 0;
   std::vector<Case> inputs;
-  for (const auto& entry : good) inputs.push_back(entry.second.inputs);
+  if (window > 1)
+    for (const auto& entry : good) inputs.push_back(entry.second.inputs);
   for (std::size_t i = 0; i < good.size(); ++i) {
     const auto& [path, f] = good[i];
     if (!impl) {
       ++not_run;
       continue;
     }
-    if (const auto window = static_cast<std::size_t>(impl->prefetch_window()); window > 1)
+    if (window > 1)
       impl->prefetch(std::span<const Case>(inputs).subspan(i, std::min(window, inputs.size() - i)));
     try {
       const fixtures::ReplayOutcome r = fixtures::replay(f, *impl);

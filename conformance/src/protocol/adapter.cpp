@@ -56,6 +56,12 @@ bool looks_same(const Case& a, const Case& b) {
          ends(a.kernel, b.kernel) && ends(a.bias, b.bias) && ends(a.x, b.x) && ends(a.y, b.y);
 }
 
+// Bytes a case's arrays take in a request: a lower bound of its size.
+std::size_t array_bytes(const Case& c, ArrayEncoding arrays) {
+  const std::size_t raw = 4 * (1 + c.kernel.size() + c.bias.size() + c.x.size() + c.y.size());
+  return arrays == ArrayEncoding::binary ? raw : raw / 3 * 4;
+}
+
 std::string trim(std::string s) {
   const auto first = s.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return {};
@@ -166,11 +172,14 @@ void ProtocolAdapter::prefetch(std::span<const Case> upcoming) noexcept {
       // Another plan than the cases already sent: step() sorts it out.
       if (k >= upcoming.size() || !looks_same(sent_[k].c, upcoming[k])) return;
     }
+    const std::size_t room = child_->stdin_capacity() / 2;
     for (; k < upcoming.size() && static_cast<int>(sent_.size()) < window_; ++k) {
+      // Only what the pipe holds unread: sending ahead must never wait for the adapter.
+      // The arrays alone tell a case that cannot fit before it is encoded for nothing.
+      if (unread_bytes_ + array_bytes(upcoming[k], arrays_) > room) return;
       Frame request = encode_step(last_id_ + 1, upcoming[k], arrays_);
       const std::size_t bytes = request.line.size() + 1 + request.payload.size();
-      // Only what the pipe holds unread: sending ahead must never wait for the adapter.
-      if (unread_bytes_ + bytes > child_->stdin_capacity() / 2) return;
+      if (unread_bytes_ + bytes > room) return;
       // Recorded first: once sent, its answer will come (a failed send clears it all).
       const std::int64_t id = ++last_id_;
       sent_.push_back(Sent{id, upcoming[k], bytes, Clock::now(), std::nullopt});
