@@ -135,6 +135,7 @@ StepOutcome ProtocolAdapter::step(const Case& c) {
   const std::string context = fmt::format("case {}", id);
   const auto deadline = after(case_timeout_s_);
   send(encode_step(id, c, arrays_), context, deadline, case_timeout_s_, false);
+  child_->set_napping(false);  // the only case in flight: its answer is awaited at once
   return answer(id, c, context, deadline);
 }
 
@@ -155,6 +156,10 @@ void ProtocolAdapter::collect(Sent& s) {
   // The adapter starts a case sent ahead once it has answered the one before.
   const auto deadline = std::max(s.sent, last_answer_) +
                         std::chrono::duration_cast<Clock::duration>(Seconds{case_timeout_s_});
+  // With cases queued behind this one the adapter stays busy after answering it, so
+  // noticing the answer a little late costs nothing, and napping spares the adapter's
+  // write a wake-up (ChildProcess::set_napping).
+  child_->set_napping(&s != &sent_.back());
   s.outcome = answer(s.id, s.c, fmt::format("case {}", s.id), deadline);
   unread_bytes_ -= s.bytes;
 }

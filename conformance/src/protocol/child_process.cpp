@@ -376,17 +376,42 @@ ChildProcess::Chunk ChildProcess::read_stdout(char* dst, std::size_t max,
                                               Clock::time_point deadline) {
   if (stdout_fd_ < 0) return {0, Line::Status::closed};
   const ssize_t n = ::read(stdout_fd_, dst, max);
-  if (n > 0) return {static_cast<std::size_t>(n), std::nullopt};
+  if (n > 0) {
+    napped_ = {};
+    return {static_cast<std::size_t>(n), std::nullopt};
+  }
   if (n == 0) {
     close_fd(stdout_fd_);
     return {0, Line::Status::closed};
   }
   if (errno == EINTR) return {0, std::nullopt};
   if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    if (napping_ && napped_ < nap_budget && Clock::now() < deadline) {
+      nap(deadline);
+      return {0, std::nullopt};
+    }
     if (!wait_fd(stdout_fd_, POLLIN, deadline)) return {0, Line::Status::timed_out};
     return {0, std::nullopt};
   }
   throw sys_error(errno, "reading the adapter's stdout");
+}
+
+void ChildProcess::set_napping(bool on) {
+  napping_ = on;
+  napped_ = {};
+}
+
+void ChildProcess::nap(Clock::time_point deadline) {
+  const auto start = Clock::now();
+  const auto slice = std::min<Clock::duration>(nap_slice, deadline - start);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(slice).count();
+  const timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  // Only stderr is watched: waiting on stdout is what the nap avoids.
+  pollfd p{stderr_fd_, POLLIN, 0};
+  const int r = ::ppoll(stderr_fd_ >= 0 ? &p : nullptr, stderr_fd_ >= 0 ? 1 : 0, &ts, nullptr);
+  if (r < 0 && errno != EINTR) throw sys_error(errno, "ppoll");
+  if (r > 0) drain_stderr();
+  napped_ += Clock::now() - start;
 }
 
 std::string ChildProcess::stderr_tail() {

@@ -50,6 +50,38 @@ TEST(ChildProcess, ReadTimesOut) {
   EXPECT_LT(seconds_since(start), 3.0);
 }
 
+// Napping changes how the reader waits, never what it reads or how long it may wait.
+TEST(ChildProcess, NappingReaderSeesLateOutputAndKeepsDeadlines) {
+  ChildProcess late("sleep 0.05; echo first; sleep 0.01; echo second");
+  late.set_napping(true);
+  EXPECT_EQ(late.read_line(in(5)).text, "first");
+  EXPECT_EQ(late.read_line(in(5)).text, "second");
+  EXPECT_EQ(late.read_line(in(5)).status, Status::closed);
+
+  ChildProcess silent("sleep 100");
+  silent.set_napping(true);
+  auto start = Clock::now();
+  EXPECT_EQ(silent.read_line(in(0.2)).status, Status::timed_out);
+  EXPECT_GE(seconds_since(start), 0.19);
+  EXPECT_LT(seconds_since(start), 2.0);
+  // A deadline shorter than a nap's slice, or past: no nap outlives it.
+  start = Clock::now();
+  EXPECT_EQ(silent.read_line(in(20e-6)).status, Status::timed_out);
+  EXPECT_EQ(silent.read_line(in(-1)).status, Status::timed_out);
+  EXPECT_LT(seconds_since(start), 0.1);
+  silent.stop(ChildProcess::Seconds{0});
+}
+
+TEST(ChildProcess, NappingReaderDrainsStderr) {
+  // 200 KB to stderr before the line: more than the pipe holds, so the child finishes
+  // only if stderr is read while the reader naps or waits.
+  ChildProcess noisy("head -c 200000 /dev/zero | tr '\\0' x >&2; echo done");
+  noisy.set_napping(true);
+  EXPECT_EQ(noisy.read_line(in(10)).text, "done");
+  noisy.stop();
+  EXPECT_TRUE(noisy.stderr_tail().ends_with("xxxx"));
+}
+
 TEST(ChildProcess, ExitStatusAndSignal) {
   ChildProcess exits("echo bye >&2; exit 7");
   const auto s = exits.wait_for_exit(in(5));

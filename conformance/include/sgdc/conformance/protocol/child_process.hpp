@@ -98,6 +98,17 @@ class ChildProcess {
   /// timed_out or closed with what arrived dropped.
   Line read_bytes(std::size_t n, Clock::time_point deadline);
 
+  /// While on, a read that finds the child's stdout empty first sleeps in short slices
+  /// (`nap_slice`, up to `nap_budget` in all since the last byte arrived) and looks
+  /// again, before it waits on the pipe. For a child that has more work queued: its
+  /// write then finds no reader waiting and wakes nobody, which on a virtual machine
+  /// costs the writer more than the bytes (a wake-up across CPUs is an interrupt sent
+  /// through the hypervisor); the reader, here, pays for its own timer instead, and
+  /// notices the output up to a slice late. Off by default.
+  void set_napping(bool on);
+  static constexpr std::chrono::microseconds nap_slice{100};
+  static constexpr std::chrono::microseconds nap_budget{2000};
+
   /// Output after the last complete line, kept when stdout ends without a '\n'.
   const std::string& unterminated_output() const { return out_buf_; }
 
@@ -135,6 +146,8 @@ class ChildProcess {
     std::optional<Line::Status> end;
   };
   Chunk read_stdout(char* dst, std::size_t max, Clock::time_point deadline);
+  // One slice of napping, bounded by `deadline`, draining stderr meanwhile.
+  void nap(Clock::time_point deadline);
   void close_fds();
 
   std::string command_;
@@ -147,6 +160,8 @@ class ChildProcess {
   int stderr_fd_ = -1;
   std::string out_buf_;
   std::size_t out_scanned_ = 0;  // bytes of out_buf_ known to hold no '\n'
+  bool napping_ = false;
+  Clock::duration napped_{};  // slept since stdout last gave bytes
   std::string err_ring_;
   std::optional<ExitStatus> status_;
 };
