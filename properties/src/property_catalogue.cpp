@@ -52,11 +52,12 @@ std::optional<std::string> first_difference(const StepResult& a, const StepResul
 
 // First steps of the checks below (Property::first_step), for prefetching.
 Case as_drawn(const Case& c) { return c; }
-Case one_shard(const Case& c) {
+Case with_shards(const Case& c, int num_shards) {
   Case s = c;
-  s.num_shards = 1;  // shard_invariance's smallest count, always run first
+  s.num_shards = num_shards;
   return s;
 }
+Case one_shard(const Case& c) { return with_shards(c, 1); }  // shard_invariance runs 1 first
 Case without_lr(const Case& c) {
   Case s = c;
   s.lr = 0.0f;
@@ -83,9 +84,7 @@ Verdict shard_invariance(Implementation& impl, const Case& c, Observations& obs)
   const Expectation e = expect(c, impl.declaration().arithmetic);
   std::optional<StepResult> first;
   for (int s : counts) {
-    Case cs = c;
-    cs.num_shards = s;
-    auto r = run(impl, cs);
+    auto r = run(impl, with_shards(c, s));
     if (auto* v = std::get_if<Verdict>(&r)) return *v;
     StepResult& res = std::get<StepResult>(r);
     if (sharded) {

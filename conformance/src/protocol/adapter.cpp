@@ -29,31 +29,33 @@ void check_timeout(const char* name, double seconds) {
   }
 }
 
-// Equal bits in every field (NaN payloads and -0 included).
-bool same_case(const Case& a, const Case& b) {
-  const auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
-    return x.size() == y.size() &&
-           (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0);
+// Equal sizes and scalars (lr's bits), and `arrays_match` for each array pair of equal size.
+template <class ArraysMatch>
+bool cases_match(const Case& a, const Case& b, ArraysMatch arrays_match) {
+  const auto match = [&](const std::vector<float>& x, const std::vector<float>& y) {
+    return x.size() == y.size() && (x.empty() || arrays_match(x.data(), y.data(), x.size()));
   };
   return a.n == b.n && a.d == b.d && a.k == b.k && a.num_shards == b.num_shards &&
          a.step == b.step && std::memcmp(&a.lr, &b.lr, sizeof a.lr) == 0 &&
-         same(a.kernel, b.kernel) && same(a.bias, b.bias) && same(a.x, b.x) && same(a.y, b.y);
+         match(a.kernel, b.kernel) && match(a.bias, b.bias) && match(a.x, b.x) && match(a.y, b.y);
+}
+
+// Equal bits in every field (NaN payloads and -0 included).
+bool same_case(const Case& a, const Case& b) {
+  return cases_match(a, b, [](const float* x, const float* y, std::size_t size) {
+    return std::memcmp(x, y, size * sizeof(float)) == 0;
+  });
 }
 
 // A cheap test that a planned case is the one sent ahead before: sizes, scalars and the
 // ends of every array. step() compares in full before it uses an answer, so a wrong
 // "same" costs only time.
 bool looks_same(const Case& a, const Case& b) {
-  const auto ends = [](const std::vector<float>& x, const std::vector<float>& y) {
-    if (x.size() != y.size()) return false;
-    const std::size_t n = std::min<std::size_t>(x.size(), 8);
-    return n == 0 ||
-           (std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0 &&
-            std::memcmp(x.data() + x.size() - n, y.data() + y.size() - n, n * sizeof(float)) == 0);
-  };
-  return a.n == b.n && a.d == b.d && a.k == b.k && a.num_shards == b.num_shards &&
-         a.step == b.step && std::memcmp(&a.lr, &b.lr, sizeof a.lr) == 0 &&
-         ends(a.kernel, b.kernel) && ends(a.bias, b.bias) && ends(a.x, b.x) && ends(a.y, b.y);
+  return cases_match(a, b, [](const float* x, const float* y, std::size_t size) {
+    const std::size_t n = std::min<std::size_t>(size, 8);
+    return std::memcmp(x, y, n * sizeof(float)) == 0 &&
+           std::memcmp(x + size - n, y + size - n, n * sizeof(float)) == 0;
+  });
 }
 
 // Bytes a case's arrays take in a request: a lower bound of its size.
