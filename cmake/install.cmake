@@ -6,8 +6,8 @@ set(sgdc_package_dir ${CMAKE_INSTALL_LIBDIR}/cmake/sgd_conformance)
 set(SGDC_INSTALL_PYTHONDIR ${CMAKE_INSTALL_DATADIR}/sgd_conformance/python)
 
 set(sgdc_install_targets)
-foreach(target sgdc_reference sgdc_properties sgdc_builtins sgdc_protocol sgdc_fixtures
-               sgdc_sharding sgdc_conformance sgd_conformance_cli)
+foreach(target sgdc_reference sgdc_properties sgdc_builtins sgdc_protocol sgdc_regression
+               sgdc_conformance sgdc_run_main sgd_conformance_cli)
   if(TARGET ${target})
     list(APPEND sgdc_install_targets ${target})
   endif()

@@ -6,17 +6,19 @@
 #include <string>
 
 #include "fuzz_input.hpp"
-#include "sgdc/conformance/fixtures/fixture_error.hpp"
-#include "sgdc/conformance/fixtures/fixture_json.hpp"
+#include "sgdc/conformance/regression/fixture_error.hpp"
+#include "sgdc/conformance/regression/fixture_json.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const sgdc::fuzz::FuzzInput in(data, size);
   try {
-    const sgdc::fixtures::Fixture f = sgdc::fixtures::parse_fixture(in.rest(), "fuzz.json");
-    const std::string text = sgdc::fixtures::to_json_text(f);
-    const sgdc::fixtures::Fixture again = sgdc::fixtures::parse_fixture(text, "fuzz.json");
-    if (sgdc::fixtures::to_json_text(again) != text) __builtin_trap();
-  } catch (const sgdc::fixtures::FixtureError&) {
+    const sgdc::conformance::regression::Fixture f =
+        sgdc::conformance::regression::parse_fixture(in.rest(), "fuzz.json");
+    const std::string text = sgdc::conformance::regression::to_json_text(f);
+    const sgdc::conformance::regression::Fixture again =
+        sgdc::conformance::regression::parse_fixture(text, "fuzz.json");
+    if (sgdc::conformance::regression::to_json_text(again) != text) __builtin_trap();
+  } catch (const sgdc::conformance::regression::FixtureError&) {
     // The documented rejection of a malformed fixture.
   }
   return 0;

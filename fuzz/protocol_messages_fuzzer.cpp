@@ -10,13 +10,13 @@
 #include <stdexcept>
 
 #include "fuzz_input.hpp"
-#include "sgdc/conformance/protocol/base64.hpp"
+#include "protocol/base64.hpp"
 #include "sgdc/conformance/protocol/messages.hpp"
 
 namespace {
 
-sgdc::Case case_of_shape(std::uint8_t shape) {
-  sgdc::Case c;
+sgdc::reference::Case case_of_shape(std::uint8_t shape) {
+  sgdc::reference::Case c;
   c.n = 1 + (shape & 3);
   c.d = 1 + ((shape >> 2) & 3);
   c.k = 1 + ((shape >> 4) & 3);
@@ -28,8 +28,8 @@ sgdc::Case case_of_shape(std::uint8_t shape) {
   return c;
 }
 
-sgdc::Capabilities capabilities_of(std::uint8_t bits) {
-  sgdc::Capabilities p;
+sgdc::properties::Capabilities capabilities_of(std::uint8_t bits) {
+  sgdc::properties::Capabilities p;
   p.grads = (bits & 1) != 0;
   p.step_counter = (bits & 2) != 0;
   p.shard_layout = (bits & 4) != 0;
@@ -41,52 +41,58 @@ sgdc::Capabilities capabilities_of(std::uint8_t bits) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   sgdc::fuzz::FuzzInput in(data, size);
   const std::uint8_t which = in.byte();
-  const sgdc::Case c = case_of_shape(in.byte());
-  const sgdc::Capabilities promised = capabilities_of(in.byte());
+  const sgdc::reference::Case c = case_of_shape(in.byte());
+  const sgdc::properties::Capabilities promised = capabilities_of(in.byte());
   const std::string_view text = in.rest();
   try {
     switch (which % 4) {
       case 0: {
         // A hello that decodes must survive its own re-encoding.
-        const sgdc::protocol::Hello h = sgdc::protocol::decode_hello_reply(text, (which & 4) != 0);
-        (void)sgdc::protocol::decode_hello(sgdc::protocol::encode_hello_reply(h.declaration));
+        const sgdc::conformance::protocol::Hello h =
+            sgdc::conformance::protocol::decode_hello_reply(text, (which & 4) != 0);
+        (void)sgdc::conformance::protocol::decode_hello(
+            sgdc::conformance::protocol::encode_hello_reply(h.declaration));
         break;
       }
       case 3: {
         // A binary answer: the payload is what follows the first '\n'.
-        using sgdc::protocol::ArrayEncoding;
+        using sgdc::conformance::protocol::ArrayEncoding;
         const auto newline = text.find('\n');
-        const sgdc::protocol::Frame answer{
+        const sgdc::conformance::protocol::Frame answer{
             std::string(text.substr(0, newline)),
             newline == text.npos ? std::string() : std::string(text.substr(newline + 1))};
-        (void)sgdc::protocol::payload_size(answer.line, 1 << 16);
-        const sgdc::StepOutcome o =
-            sgdc::protocol::decode_answer(answer, 7, c, promised, ArrayEncoding::binary);
+        (void)sgdc::conformance::protocol::payload_size(answer.line, 1 << 16);
+        const sgdc::properties::StepOutcome o = sgdc::conformance::protocol::decode_answer(
+            answer, 7, c, promised, ArrayEncoding::binary);
         if (o.result) {
-          const sgdc::protocol::Frame again =
-              sgdc::protocol::encode_result(7, *o.result, ArrayEncoding::binary);
-          (void)sgdc::protocol::decode_answer(again, 7, c, promised, ArrayEncoding::binary);
+          const sgdc::conformance::protocol::Frame again =
+              sgdc::conformance::protocol::encode_result(7, *o.result, ArrayEncoding::binary);
+          (void)sgdc::conformance::protocol::decode_answer(again, 7, c, promised,
+                                                           ArrayEncoding::binary);
         }
         break;
       }
       case 1: {
-        const sgdc::StepOutcome o = sgdc::protocol::decode_answer(text, 7, c, promised);
+        const sgdc::properties::StepOutcome o =
+            sgdc::conformance::protocol::decode_answer(text, 7, c, promised);
         if (o.result) {
           // Likewise for a result: encoded again, it decodes again.
-          (void)sgdc::protocol::decode_answer(sgdc::protocol::encode_result(7, *o.result), 7, c,
-                                              promised);
+          (void)sgdc::conformance::protocol::decode_answer(
+              sgdc::conformance::protocol::encode_result(7, *o.result), 7, c, promised);
         }
         break;
       }
       default: {
-        const std::vector<float> v = sgdc::protocol::decode_floats(text);
-        if (sgdc::protocol::decode_floats(sgdc::protocol::encode_floats(v)).size() != v.size()) {
+        const std::vector<float> v = sgdc::conformance::protocol::decode_floats(text);
+        if (sgdc::conformance::protocol::decode_floats(
+                sgdc::conformance::protocol::encode_floats(v))
+                .size() != v.size()) {
           __builtin_trap();
         }
         break;
       }
     }
-  } catch (const sgdc::protocol::ProtocolError&) {
+  } catch (const sgdc::conformance::protocol::ProtocolError&) {
     // The documented rejection of a malformed message.
   } catch (const std::invalid_argument&) {
     // decode_floats' documented rejection of bad base64.

@@ -20,7 +20,7 @@ bool glob(const std::string& pattern, const std::string& text) {
   return fnmatch(pattern.c_str(), text.c_str(), 0) == 0;
 }
 
-std::string failure_text(const PropertyReport& r) {
+std::string failure_text(const properties::PropertyReport& r) {
   std::string text;
   if (r.counterexample) text += r.counterexample->message;
   if (r.fault) text += (text.empty() ? "" : "\n") + *r.fault;
@@ -72,7 +72,7 @@ const ExpectedDeviation* find_skip(const std::vector<ExpectedDeviation>& list,
 }
 
 const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,
-                                    const PropertyReport& report) {
+                                    const properties::PropertyReport& report) {
   if (report.passed) return nullptr;
   const std::string text = failure_text(report);
   for (const auto& d : list)

@@ -6,7 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 
-#include "sgdc/conformance/protocol/base64.hpp"
+#include "protocol/base64.hpp"
+#include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/conformance/text_report.hpp"
 #include "sgdc/reference/float32.hpp"
 
@@ -21,27 +22,24 @@ json floats(const std::vector<float>& v) {
   return {{"base64", protocol::encode_floats(v)}, {"values", values}};
 }
 
-json case_json(const Case& c) {
-  return {{"n", c.n},
-          {"d", c.d},
-          {"k", c.k},
-          {"num_shards", c.num_shards},
-          {"step", c.step},
-          {"lr", floats({c.lr})},
-          {"kernel", floats(c.kernel)},
-          {"bias", floats(c.bias)},
-          {"x", floats(c.x)},
-          {"y", floats(c.y)}};
+json case_json(const reference::Case& c) {
+  json j = {{"n", c.n},       {"d", c.d},
+            {"k", c.k},       {"num_shards", c.num_shards},
+            {"step", c.step}, {"lr", floats({c.lr})}};
+  for (const reference::InputArray& in : reference::input_arrays) j[in.name] = floats(c.*in.member);
+  return j;
 }
 
-json worst_json(const Observations::Worst& w) {
+json worst_json(const properties::Observations::Worst& w) {
   if (!w.seen) return nullptr;
-  return {{"error_over_bound", w.ratio}, {"ulps", w.ulps}};
+  json j = {{"error_over_bound", w.ratio}};
+  j["ulps"] = w.ulps ? json(*w.ulps) : json(nullptr);
+  return j;
 }
 
-std::string replay(const std::string& prefix, const SuiteReport& r, const PropertyReport& p) {
-  return fmt::format("{} --seed {} --property {} --case {}", prefix, r.options.seed, p.property,
-                     p.counterexample->case_index);
+std::string replay(const std::string& prefix, const SuiteReport& r,
+                   const properties::PropertyReport& p) {
+  return replay_line(prefix, r.options.run, p.property, p.counterexample->case_index);
 }
 
 std::string escape_xml(const std::string& s) {
@@ -73,9 +71,9 @@ std::string escape_xml(const std::string& s) {
 }  // namespace
 
 void write_json_report(std::ostream& os, const SuiteReport& r, const std::string& replay_prefix) {
-  const Declaration& d = r.declaration;
+  const properties::Declaration& d = r.declaration;
   json caps = json::array();
-  const Capabilities& c = d.capabilities;
+  const properties::Capabilities& c = d.capabilities;
   for (auto [on, name] : {std::pair{c.grads, "grads"},
                           {c.step_counter, "step_counter"},
                           {c.shard_layout, "shard_layout"}})
@@ -89,15 +87,16 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
               {"sharded", c.sharded},
               {"unit_roundoff", d.arithmetic.u},
               {"subnormals", to_string(d.arithmetic.subnormals)}}},
-            {"seed", r.options.seed},
-            {"cases_per_property", r.options.only_case ? 1 : r.options.cases},
+            {"seed", r.options.run.seed},
+            {"cases_per_property", r.options.run.only_case ? 1 : r.options.run.cases},
             {"verdict", to_string(r.verdict)},
             {"seconds", r.seconds}};
   json props = json::array();
   for (const PropertyOutcome& o : r.properties) {
-    const PropertyReport& p = o.report;
+    const properties::PropertyReport& p = o.report;
     json per_output = json::object();
-    for (Output out : all_outputs) per_output[to_string(out)] = worst_json(p.observations.of(out));
+    for (reference::Output out : reference::all_outputs)
+      per_output[to_string(out)] = worst_json(p.observations.of(out));
     json jp = {{"name", p.property},
                {"verdict", o.verdict()},
                {"cases", p.cases},
@@ -118,7 +117,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;
     if (p.fault) jp["fault"] = *p.fault;
     if (p.counterexample) {
-      const Counterexample& cx = *p.counterexample;
+      const properties::Counterexample& cx = *p.counterexample;
       jp["counterexample"] = {{"case_index", cx.case_index},
                               {"shrink_steps", cx.shrink_steps},
                               {"original_shape", shape_of(cx.original)},
@@ -149,7 +148,7 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
       "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
       suite, r.properties.size(), failures, skipped, r.seconds);
   for (const PropertyOutcome& o : r.properties) {
-    const PropertyReport& p = o.report;
+    const properties::PropertyReport& p = o.report;
     os << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
                       escape_xml("sgd-conformance." + r.declaration.name), p.property, p.seconds);
     const std::string v = o.verdict();

@@ -19,38 +19,38 @@ std::string PropertyOutcome::verdict() const {
   return xpass ? "XPASS" : "pass";
 }
 
-const char* to_string(Verdict v) {
+const char* to_string(SuiteVerdict v) {
   switch (v) {
-    case Verdict::conformant:
+    case SuiteVerdict::conformant:
       return "conformant";
-    case Verdict::not_conformant:
+    case SuiteVerdict::not_conformant:
       return "not_conformant";
-    case Verdict::could_not_test:
+    case SuiteVerdict::could_not_test:
       return "could_not_test";
   }
   return "?";
 }
 
-Verdict verdict_of(const std::vector<PropertyOutcome>& properties) {
+SuiteVerdict verdict_of(const std::vector<PropertyOutcome>& outcomes) {
   bool any_ran = false, any_failed = false;
-  for (const PropertyOutcome& o : properties) {
-    const PropertyReport& p = o.report;
+  for (const PropertyOutcome& o : outcomes) {
+    const properties::PropertyReport& p = o.report;
     if (!p.applicable || p.not_run || !o.skip_reason.empty()) continue;
     // A fault during a case counts as testing: the implementation was reached and broke.
     any_ran = any_ran || p.cases > 0 || p.fault.has_value();
     any_failed = any_failed || o.counts_as_failure();
   }
-  if (!any_ran) return Verdict::could_not_test;
-  return any_failed ? Verdict::not_conformant : Verdict::conformant;
+  if (!any_ran) return SuiteVerdict::could_not_test;
+  return any_failed ? SuiteVerdict::not_conformant : SuiteVerdict::conformant;
 }
 
-SuiteReport run_suite(Implementation& impl, const SuiteOptions& options) {
+SuiteReport run_suite(properties::Implementation& impl, const SuiteOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   SuiteReport report;
   report.declaration = impl.declaration();
   report.options = options;
   bool stopped = false;
-  for (const Property& p : properties()) {
+  for (const properties::Property& p : properties::all_properties()) {
     if (!options.only.empty() &&
         std::find(options.only.begin(), options.only.end(), p.name) == options.only.end())
       continue;
@@ -67,26 +67,22 @@ SuiteReport run_suite(Implementation& impl, const SuiteOptions& options) {
       report.properties.push_back(std::move(outcome));
       continue;
     }
-    RunOptions run;
-    run.cases = options.cases;
-    run.seed = options.seed;
-    run.only_case = options.only_case;
-    run.num_shards = options.num_shards;
+    std::function<void(int)> progress;
     if (options.progress) {
-      const int wanted = options.only_case ? 1 : options.cases;
-      // `wanted` by value: this block ends before the runner calls back.
-      run.progress = [&options, wanted, name = p.name](int done) {
+      const int wanted = options.run.only_case ? 1 : options.run.cases;
+      progress = [&options, wanted, &name = p.name](int done) {
         options.progress(name, done, wanted);
       };
     }
-    outcome.report = run_property(p, impl, run);
+    outcome.report = run_property(p, impl, options.run, progress);
     if (const auto* x = find_xfail(options.expectations, outcome.report)) {
       outcome.xfail_reason = x->reason;
     } else if (outcome.report.passed) {
       for (const auto& d : options.expectations)
         if (d.kind == ExpectedDeviation::Kind::xfail && d.property == p.name) outcome.xpass = true;
     }
-    stopped = outcome.report.fatal_fault;
+    // An implementation that broke is unusable: the rest is not run.
+    stopped = outcome.report.broke;
     report.properties.push_back(std::move(outcome));
   }
   report.verdict = verdict_of(report.properties);

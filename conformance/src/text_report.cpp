@@ -6,35 +6,42 @@
 #include <cmath>
 #include <sstream>
 
-#include "sgdc/properties/generators.hpp"
+#include "sgdc/conformance/replay_line.hpp"
 
 namespace sgdc::conformance {
 
-std::string shape_of(const Case& c) {
+std::string shape_of(const reference::Case& c) {
   return fmt::format("n={} d={} k={} num_shards={}", c.n, c.d, c.k, c.num_shards);
 }
 
-std::string describe(const Declaration& d) {
+std::string describe(const properties::Declaration& d) {
   std::string caps;
-  const Capabilities& c = d.capabilities;
+  const properties::Capabilities& c = d.capabilities;
   for (auto [on, name] : {std::pair{c.grads, "grads"},
                           {c.step_counter, "step_counter"},
                           {c.shard_layout, "shard_layout"},
                           {c.sharded, "sharded"}})
     if (on) caps += (caps.empty() ? "" : ", ") + std::string(name);
-  return fmt::format("version {}; capabilities: {}; unit roundoff 2^{:g}; subnormals {}",
-                     d.version.empty() ? "?" : d.version, caps.empty() ? "none" : caps,
-                     std::log2(d.arithmetic.u), to_string(d.arithmetic.subnormals));
+  std::string out = fmt::format("version {}; capabilities: {}; unit roundoff 2^{:g}; subnormals {}",
+                                d.version.empty() ? "?" : d.version, caps.empty() ? "none" : caps,
+                                std::log2(d.arithmetic.u), to_string(d.arithmetic.subnormals));
+  if (c.step_counter) {
+    out += fmt::format("; counter {}", to_string(d.counter.type));
+    if (d.counter.at_end != reference::CounterEnd::untested)
+      out += fmt::format(" ({}s at its end)", to_string(d.counter.at_end));
+  }
+  if (c.shard_layout) out += fmt::format("; placement {}", to_string(c.placement));
+  return out;
 }
 
 namespace {
-const char* verdict_line(Verdict v) {
+const char* verdict_line(SuiteVerdict v) {
   switch (v) {
-    case Verdict::conformant:
+    case SuiteVerdict::conformant:
       return "CONFORMANT";
-    case Verdict::not_conformant:
+    case SuiteVerdict::not_conformant:
       return "NOT CONFORMANT";
-    case Verdict::could_not_test:
+    case SuiteVerdict::could_not_test:
       return "COULD NOT TEST";
   }
   return "?";
@@ -43,16 +50,16 @@ const char* verdict_line(Verdict v) {
 
 void write_text_report(std::ostream& os, const SuiteReport& r, const std::string& replay_prefix) {
   fmt::print(os, "implementation: {} ({})\n", r.declaration.name, describe(r.declaration));
-  fmt::print(os, "seed {}, {} cases per property\n\n", r.options.seed,
-             r.options.only_case ? 1 : r.options.cases);
+  fmt::print(os, "seed {}, {} cases per property\n\n", r.options.run.seed,
+             r.options.run.only_case ? 1 : r.options.run.cases);
   fmt::print(os, "{:<18} {:>6} {:>8}  {:>15} {:>10} {:>8}\n", "property", "cases", "verdict",
              "worst err/bound", "worst ULP", "time");
   for (const PropertyOutcome& o : r.properties) {
-    const PropertyReport& p = o.report;
+    const properties::PropertyReport& p = o.report;
     const auto w = p.observations.overall();
     fmt::print(os, "{:<18} {:>6} {:>8}  {:>15} {:>10} {:>7.2f}s\n", p.property, p.cases,
                o.verdict(), w.seen ? fmt::format("{:.3g}", w.ratio) : "-",
-               w.seen ? std::to_string(w.ulps) : "-", p.seconds);
+               w.ulps ? std::to_string(*w.ulps) : "-", p.seconds);
   }
   for (const PropertyOutcome& o : r.properties) {
     const auto& s = o.report.observations.shard_storage;
@@ -74,18 +81,18 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
                  o.report.property);
   }
   for (const PropertyOutcome& o : r.properties) {
-    const PropertyReport& p = o.report;
+    const properties::PropertyReport& p = o.report;
     if (p.fault) fmt::print(os, "\nFAULT in {}: {}\n", p.property, *p.fault);
     if (!p.counterexample) continue;
-    const Counterexample& cx = *p.counterexample;
+    const properties::Counterexample& cx = *p.counterexample;
     std::ostringstream shown;
-    showValue(cx.shrunk, shown);
+    reference::showValue(cx.shrunk, shown);
     fmt::print(os,
                "\n{} {}: case {} ({}) shrunk in {} steps to {}\n  inputs: {}\n  {}\n"
-               "  replay: {} --seed {} --property {} --case {}\n",
+               "  replay: {}\n",
                o.verdict(), p.property, cx.case_index, shape_of(cx.original), cx.shrink_steps,
-               shape_of(cx.shrunk), shown.str(), cx.message, replay_prefix, r.options.seed,
-               p.property, cx.case_index);
+               shape_of(cx.shrunk), shown.str(), cx.message,
+               replay_line(replay_prefix, r.options.run, p.property, cx.case_index));
   }
   fmt::print(os, "\n{}: {} in {:.1f} s\n", verdict_line(r.verdict), r.declaration.name, r.seconds);
 }

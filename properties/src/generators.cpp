@@ -1,14 +1,14 @@
 #include "sgdc/properties/generators.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <numbers>
-#include <ostream>
 #include <random>
 
 #include "sgdc/reference/float32.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 
 namespace {
 
@@ -48,18 +48,43 @@ float draw_lr(Rng& rng, LrRegime regime) {
   }
 }
 
+// A counter value where counters fail in one case of three (2^24 - 1, 2^24, 2^31 - 1,
+// 2^31, the last before the end, the end itself), small in one of six, else log-uniform
+// over the whole range.
+std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
+  const std::int64_t most = reference::largest_drawn_count(counter);
+  const int kind = std::uniform_int_distribution<int>(0, 5)(rng);
+  if (kind < 2) {
+    const std::int64_t edges[] = {(std::int64_t{1} << 24) - 1,
+                                  std::int64_t{1} << 24,
+                                  (std::int64_t{1} << 31) - 1,
+                                  std::int64_t{1} << 31,
+                                  most - 1,
+                                  most};
+    std::vector<std::int64_t> in_range;
+    for (std::int64_t e : edges)
+      if (e >= 0 && e <= most) in_range.push_back(e);
+    return in_range[std::uniform_int_distribution<std::size_t>(0, in_range.size() - 1)(rng)];
+  }
+  if (kind == 2)
+    return std::uniform_int_distribution<std::int64_t>(0, std::min<std::int64_t>(most, 1000))(rng);
+  const double bits = std::log2(static_cast<double>(most) + 1.0);
+  const double v = std::floor(std::exp2(uniform(rng, 0.0, bits))) - 1.0;
+  return std::clamp<std::int64_t>(v >= 0x1p63 ? most : static_cast<std::int64_t>(v), 0, most);
+}
+
 int draw_dim(Rng& rng, const CaseProfile& p, int size) {
   const int hi = p.min_dim + (std::max(0, p.max_dim - p.min_dim) * std::min(size, 100)) / 100;
   return std::uniform_int_distribution<int>(p.min_dim, std::max(p.min_dim, hi))(rng);
 }
 
-Case draw_case(Rng& rng, const CaseProfile& p, int size) {
-  Case c;
+reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p, int size) {
+  reference::Case c;
   c.n = draw_dim(rng, p, size);
   c.d = draw_dim(rng, p, size);
   c.k = draw_dim(rng, p, size);
-  c.num_shards = std::uniform_int_distribution<int>(1, std::max(1, p.max_shards))(rng);
-  c.step = std::uniform_int_distribution<std::int64_t>(0, 1000)(rng);
+  c.num_shards = std::uniform_int_distribution<int>(1, std::max(1, space.max_shards))(rng);
+  c.step = draw_step(rng, space.counter);
   auto fill = [&](std::vector<float>& v, std::size_t count) {
     v.resize(count);
     for (float& f : v) f = draw_value(rng, p.spread);
@@ -88,16 +113,16 @@ Case draw_case(Rng& rng, const CaseProfile& p, int size) {
 
 // --- shrinking: structure first, then values -------------------------------------
 
-Case drop_row(const Case& c, int i) {
-  Case s = c;
+reference::Case drop_row(const reference::Case& c, int i) {
+  reference::Case s = c;
   --s.n;
   s.x.erase(s.x.begin() + i * c.d, s.x.begin() + (i + 1) * c.d);
   s.y.erase(s.y.begin() + i * c.k, s.y.begin() + (i + 1) * c.k);
   return s;
 }
 
-Case drop_input(const Case& c, int l) {
-  Case s = c;
+reference::Case drop_input(const reference::Case& c, int l) {
+  reference::Case s = c;
   --s.d;
   s.kernel.erase(s.kernel.begin() + l * c.k, s.kernel.begin() + (l + 1) * c.k);
   s.x.clear();
@@ -107,8 +132,8 @@ Case drop_input(const Case& c, int l) {
   return s;
 }
 
-Case drop_output(const Case& c, int j) {
-  Case s = c;
+reference::Case drop_output(const reference::Case& c, int j) {
+  reference::Case s = c;
   --s.k;
   auto drop_column = [&](std::vector<float>& v, int rows) {
     std::vector<float> out;
@@ -141,13 +166,13 @@ std::vector<float> simpler(float v) {
   return out;
 }
 
-rc::Seq<Case> shrink_case(const Case& c);
+rc::Seq<reference::Case> shrink_case(const reference::Case& c);
 
-rc::Seq<Case> structural(const Case& c) {
-  std::vector<Case> out;
+rc::Seq<reference::Case> structural(const reference::Case& c) {
+  std::vector<reference::Case> out;
   if (c.num_shards > 1)
     out.push_back([&] {
-      Case s = c;
+      reference::Case s = c;
       s.num_shards = 1;
       return s;
     }());
@@ -156,20 +181,20 @@ rc::Seq<Case> structural(const Case& c) {
   for (int j = c.k - 1; j >= 0 && c.k > 1; --j) out.push_back(drop_output(c, j));
   if (c.num_shards > 2)
     out.push_back([&] {
-      Case s = c;
+      reference::Case s = c;
       --s.num_shards;
       return s;
     }());
   if (c.step != 0)
     out.push_back([&] {
-      Case s = c;
+      reference::Case s = c;
       s.step = 0;
       return s;
     }());
   return rc::seq::fromContainer(std::move(out));
 }
 
-rc::Seq<Case> numeric(const Case& c) {
+rc::Seq<reference::Case> numeric(const reference::Case& c) {
   // One field at a time, one element at a time, lazily: cases can be large.
   auto fields = std::make_shared<std::vector<std::pair<int, std::size_t>>>();
   const std::vector<float>* arrays[] = {&c.kernel, &c.bias, &c.x, &c.y};
@@ -179,12 +204,12 @@ rc::Seq<Case> numeric(const Case& c) {
   return rc::seq::mapcat(
       rc::seq::range<std::size_t>(0, fields->size()), [c, fields](std::size_t f) {
         const auto [a, e] = (*fields)[f];
-        Case base = c;
+        reference::Case base = c;
         std::vector<float>* targets[] = {&base.kernel, &base.bias, &base.x, &base.y};
         const float v = a == 4 ? c.lr : (*targets[a])[e];
-        std::vector<Case> out;
+        std::vector<reference::Case> out;
         for (float s : simpler(v)) {
-          Case t = base;
+          reference::Case t = base;
           std::vector<float>* tt[] = {&t.kernel, &t.bias, &t.x, &t.y};
           if (a == 4)
             t.lr = s;
@@ -196,38 +221,40 @@ rc::Seq<Case> numeric(const Case& c) {
       });
 }
 
-rc::Seq<Case> shrink_case(const Case& c) { return rc::seq::concat(structural(c), numeric(c)); }
+rc::Seq<reference::Case> shrink_case(const reference::Case& c) {
+  return rc::seq::concat(structural(c), numeric(c));
+}
 
 }  // namespace
 
-rc::Gen<Case> cases(const CaseProfile& profile) {
-  return rc::Gen<Case>([profile](const rc::Random& random, int size) {
+rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profile) {
+  return rc::Gen<reference::Case>([space, profile](const rc::Random& random, int size) {
     rc::Random r = random;
     Rng rng(r.next());
-    return rc::shrinkable::shrinkRecur(draw_case(rng, profile, size), &shrink_case);
+    return rc::shrinkable::shrinkRecur(draw_case(rng, space, profile, size), &shrink_case);
   });
 }
 
-rc::Gen<Case> any_case(int max_dim) {
-  return rc::Gen<Case>([max_dim](const rc::Random& random, int size) {
+rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim) {
+  return rc::Gen<reference::Case>([space, max_dim](const rc::Random& random, int size) {
     rc::Random r = random;
     Rng rng(r.next());
     CaseProfile p;
     p.max_dim = max_dim;
     p.spread = static_cast<Spread>(std::uniform_int_distribution<int>(0, 2)(rng));
     p.cancellation = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
-    return rc::shrinkable::shrinkRecur(draw_case(rng, p, size), &shrink_case);
+    return rc::shrinkable::shrinkRecur(draw_case(rng, space, p, size), &shrink_case);
   });
 }
 
-rc::Gen<Case> special_cases() {
-  return rc::Gen<Case>([](const rc::Random& random, int size) {
+rc::Gen<reference::Case> special_cases(const CaseSpace& space) {
+  return rc::Gen<reference::Case>([space](const rc::Random& random, int size) {
     rc::Random r = random;
     Rng rng(r.next());
     CaseProfile p;
     p.max_dim = 4;
     p.lr = LrRegime::usual;
-    Case c = draw_case(rng, p, size);
+    reference::Case c = draw_case(rng, space, p, size);
     static constexpr float specials[] = {NAN,       INFINITY,   -INFINITY,        -0.0f,
                                          0x1p-149f, -0x1p-140f, 0x1.fffffcp-127f, 0x1.fffffep127f,
                                          -0x1p120f};
@@ -249,18 +276,4 @@ rc::Gen<Case> special_cases() {
   });
 }
 
-void showValue(const Case& c, std::ostream& os) {
-  os << "n=" << c.n << " d=" << c.d << " k=" << c.k << " num_shards=" << c.num_shards
-     << " step=" << c.step << " lr=" << describe(c.lr);
-  auto list = [&](const char* name, const std::vector<float>& v) {
-    os << "\n  " << name << " = [";
-    for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << describe(v[i]);
-    os << "]";
-  };
-  list("kernel", c.kernel);
-  list("bias", c.bias);
-  list("x", c.x);
-  list("y", c.y);
-}
-
-}  // namespace sgdc
+}  // namespace sgdc::properties

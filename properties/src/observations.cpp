@@ -3,23 +3,33 @@
 #include <algorithm>
 #include <cmath>
 
-namespace sgdc {
+namespace sgdc::properties {
 
-void Observations::record(Output o, const ElementCheck& c) {
-  Worst& w = per_output[static_cast<int>(o)];
-  w.seen = true;
-  if (std::isfinite(c.ratio)) w.ratio = std::max(w.ratio, c.ratio);
-  if (c.ulps != UINT64_MAX) w.ulps = std::max(w.ulps, c.ulps);
+namespace {
+void add(Observations::Worst& w, const Observations::Worst& more) {
+  w.seen = w.seen || more.seen;
+  w.ratio = std::max(w.ratio, more.ratio);
+  if (more.ulps) w.ulps = std::max(w.ulps.value_or(0), *more.ulps);
+}
+}  // namespace
+
+void Observations::record(reference::Output o, const reference::ElementCheck& c) {
+  Worst seen;
+  seen.seen = true;
+  if (std::isfinite(c.ratio)) seen.ratio = c.ratio;
+  seen.ulps = c.ulps;
+  add(per_output[o], seen);
+}
+
+void Observations::merge(const Observations& later) {
+  for (reference::Output o : reference::all_outputs) add(per_output[o], later.per_output[o]);
+  if (later.shard_storage) shard_storage = later.shard_storage;
 }
 
 Observations::Worst Observations::overall() const {
   Worst out;
-  for (const Worst& w : per_output) {
-    out.seen = out.seen || w.seen;
-    out.ratio = std::max(out.ratio, w.ratio);
-    out.ulps = std::max(out.ulps, w.ulps);
-  }
+  for (reference::Output o : reference::all_outputs) add(out, per_output[o]);
   return out;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::properties

@@ -2,16 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <span>
 #include <vector>
 
-namespace sgdc {
+namespace sgdc::properties {
 
 namespace {
 
-Counterexample shrink(const Property& p, Implementation& impl, rc::Shrinkable<Case> failing,
-                      std::string message, int index, int budget) {
+Counterexample shrink(const Property& p, Implementation& impl,
+                      rc::Shrinkable<reference::Case> failing, std::string message, int index,
+                      int budget) {
   Counterexample cx;
   cx.case_index = index;
   cx.original = failing.value();
@@ -22,21 +21,18 @@ Counterexample shrink(const Property& p, Implementation& impl, rc::Shrinkable<Ca
     while (auto candidate = shrinks.next()) {
       if (--budget < 0) break;
       Observations ignored;
-      Verdict v;
+      Judgement j;
       try {
-        v = p.check(impl, candidate->value(), ignored);
+        j = evaluate(p, impl, candidate->value(), ignored);
       } catch (const ImplementationFault& f) {
-        if (f.fatal()) {
-          // Keep the smallest failure found so far; the fault is reported beside it.
-          cx.fault_while_shrinking = f.what();
-          budget = 0;
-          break;
-        }
-        v = Verdict::fail(f.what());
+        // Keep the smallest failure found so far; the fault is reported beside it.
+        cx.fault_while_shrinking = f.what();
+        budget = 0;
+        break;
       }
-      if (v.kind == Verdict::Kind::fail) {
+      if (j.kind == Judgement::Kind::fail) {
         failing = std::move(*candidate);
-        message = std::move(v.message);
+        message = std::move(j.message);
         ++cx.shrink_steps;
         progressed = true;
         break;
@@ -48,22 +44,12 @@ Counterexample shrink(const Property& p, Implementation& impl, rc::Shrinkable<Ca
   return cx;
 }
 
-}  // namespace
-
-rc::Shrinkable<Case> draw(const Property& property, std::uint64_t seed, int index) {
-  rc::Random random(seed);
-  rc::Random mine = random;
-  for (int i = 0; i <= index; ++i) mine = random.split();
-  return property.generator(mine, std::min(index, 100));
-}
-
-namespace {
-
 // Case `index` of a run, with the run's fixed num_shards applied.
-rc::Shrinkable<Case> draw_for_run(const Property& property, const RunOptions& options, int index) {
-  rc::Shrinkable<Case> drawn = draw(property, options.seed, index);
+rc::Shrinkable<reference::Case> draw_for_run(const Property& property, const CaseSpace& space,
+                                             const RunOptions& options, int index) {
+  rc::Shrinkable<reference::Case> drawn = draw(property, space, options.seed, index);
   if (options.num_shards) {
-    drawn = rc::shrinkable::map(std::move(drawn), [s = *options.num_shards](Case c) {
+    drawn = rc::shrinkable::map(std::move(drawn), [s = *options.num_shards](reference::Case c) {
       c.num_shards = s;
       return c;
     });
@@ -73,60 +59,83 @@ rc::Shrinkable<Case> draw_for_run(const Property& property, const RunOptions& op
 
 }  // namespace
 
+CaseSpace case_space(const Declaration& declaration, const RunOptions& options) {
+  CaseSpace space;
+  space.counter = declaration.counter;
+  (void)options;
+  return space;
+}
+
+rc::Shrinkable<reference::Case> draw(const Property& property, const CaseSpace& space,
+                                     std::uint64_t seed, int index) {
+  rc::Random random(seed);
+  rc::Random mine = random;
+  for (int i = 0; i <= index; ++i) mine = random.split();
+  return property.generator(space)(mine, std::min(index, 100));
+}
+
 PropertyReport run_property(const Property& property, Implementation& impl,
-                            const RunOptions& options) {
+                            const RunOptions& options, const std::function<void(int)>& progress) {
   const auto start = std::chrono::steady_clock::now();
   PropertyReport report;
   report.property = property.name;
   report.applicable = property.applies(impl.declaration());
   if (!report.applicable) return report;
 
+  const CaseSpace space = case_space(impl.declaration(), options);
   const int first = options.only_case.value_or(0);
   const int wanted = options.only_case ? 1 : options.cases;
   // A property that discards (e.g. indistinguishable losses) may draw up to 10x.
   const int last = options.only_case ? first : first + 10 * wanted;
-  // Cases drawn ahead for Implementation::prefetch, case `index` first, and their first
-  // steps (computed once: a case can be large).
-  const int window = property.first_step && !options.only_case ? impl.prefetch_window() : 0;
-  std::deque<rc::Shrinkable<Case>> ahead;
-  std::vector<Case> upcoming;
-  for (int index = first; index <= last && report.cases < wanted; ++index) {
-    while (static_cast<int>(ahead.size()) < std::max(window, 1) &&
-           index + static_cast<int>(ahead.size()) <= last) {
-      ahead.push_back(draw_for_run(property, options, index + static_cast<int>(ahead.size())));
-      if (window > 0) upcoming.push_back(property.first_step(ahead.back().value()));
+  int index = first;
+  while (index <= last && report.cases < wanted && report.passed && !report.fault) {
+    // The next cases, no more than the run still needs: each is stepped in one batch.
+    const int count =
+        std::min({std::max(1, options.batch), wanted - report.cases, last - index + 1});
+    std::vector<rc::Shrinkable<reference::Case>> drawn;
+    std::vector<reference::Case> cases;
+    for (int i = 0; i < count; ++i) {
+      drawn.push_back(draw_for_run(property, space, options, index + i));
+      cases.push_back(drawn.back().value());
     }
-    if (window > 0) {
-      // No more than the run still needs: an answer nobody asks for is wasted work.
-      const auto hinted = std::min<std::size_t>(upcoming.size(), wanted - report.cases);
-      impl.prefetch(std::span<const Case>(upcoming).first(hinted));
-      upcoming.erase(upcoming.begin());
-    }
-    rc::Shrinkable<Case> drawn = std::move(ahead.front());
-    ahead.pop_front();
+    std::vector<Observations> obs(cases.size());
+    std::vector<Judgement> judgements;
     try {
-      const Verdict v = property.check(impl, drawn.value(), report.observations);
-      if (v.kind == Verdict::Kind::discard) {
+      judgements = evaluate_together(property, impl, cases, obs);
+    } catch (const ImplementationFault& f) {
+      report.passed = false;
+      report.broke = true;
+      report.fault =
+          f.position()
+              ? "case " + std::to_string(index + static_cast<int>(*f.position())) + ": " + f.what()
+              : "cases " + std::to_string(index) + "-" + std::to_string(index + count - 1) + ": " +
+                    f.what();
+      break;
+    }
+    // In index order, up to the first failure: as if each had run alone.
+    for (int i = 0; i < count; ++i, ++index) {
+      const Judgement& j = judgements[i];
+      if (j.kind == Judgement::Kind::discard) {
         ++report.discarded;
         continue;
       }
+      report.observations.merge(obs[i]);
       ++report.cases;
-      if (options.progress) options.progress(report.cases);
-      if (v.kind == Verdict::Kind::fail) {
+      if (progress) progress(report.cases);
+      if (j.kind == Judgement::Kind::fail) {
         report.passed = false;
         report.counterexample =
-            shrink(property, impl, drawn, v.message, index, options.shrink_budget);
+            shrink(property, impl, drawn[i], j.message, index, options.shrink_budget);
         if (report.counterexample->fault_while_shrinking) {
           report.fault = "while shrinking: " + *report.counterexample->fault_while_shrinking;
-          report.fatal_fault = true;
+          report.broke = true;
         }
         break;
       }
-    } catch (const ImplementationFault& f) {
-      report.passed = false;
-      report.fault = "case " + std::to_string(index) + ": " + f.what();
-      report.fatal_fault = f.fatal();
-      break;
+      if (report.cases == wanted) {
+        ++index;
+        break;
+      }
     }
   }
   if (report.cases == 0 && report.passed && !report.fault) {
@@ -137,4 +146,4 @@ PropertyReport run_property(const Property& property, Implementation& impl,
   return report;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::properties

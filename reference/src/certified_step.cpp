@@ -10,7 +10,7 @@
 #include "certify_rounding.hpp"
 #include "double_word.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 using double_word::Approx;
@@ -236,7 +236,7 @@ std::size_t round_enclosures(const Enclosures& e, RoundedStep& s) {
   s.residual.clear();
   s.residual.reserve(e.residual.size());
   for (const Approx& r : e.residual) s.residual.push_back(round.residual(r));
-  s.loss = round.value(e.loss);
+  s.loss = {round.value(e.loss)};
   auto values = [&](const std::vector<Approx>& from, std::vector<RoundedValue>& to) {
     to.clear();
     to.reserve(from.size());
@@ -288,4 +288,4 @@ CertificationCounters certification_counters() {
           total_elements.load(), total_fallbacks.load()};
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 constexpr double infinity = std::numeric_limits<double>::infinity();
@@ -74,4 +74,4 @@ std::optional<double> certified_double(const double_word::Approx& a) {
   return a.hi;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -7,7 +7,7 @@
 
 #include "double_word.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// The float32 nearest (ties to even) to every real in [a.hi + a.lo - a.err,
 /// a.hi + a.lo + a.err], gradual underflow and overflow to +-inf included; nullopt when
@@ -18,4 +18,4 @@ std::optional<float> certified_float32(const double_word::Approx& a);
 /// certified, nullopt when the enclosure meets a rounding boundary. An exact zero is +0.
 std::optional<double> certified_double(const double_word::Approx& a);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -6,7 +6,7 @@
 
 #include "sgdc/reference/float32.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 constexpr double infinity = std::numeric_limits<double>::infinity();
@@ -84,8 +84,10 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
       partial += (r + er) * (r + er);
       ovf = ovf || ovf_r[e];
     }
-    b.loss.bound = (sum / count + (3.0 * count + 4.0) * eta * (1.0 + g_l)) * evaluation_slack;
-    b.loss.may_overflow = ovf || over(partial * (1.0 + g_l)) || over(exact.loss + b.loss.bound);
+    b.loss.resize(1);
+    b.loss[0].bound = (sum / count + (3.0 * count + 4.0) * eta * (1.0 + g_l)) * evaluation_slack;
+    b.loss[0].may_overflow =
+        ovf || over(partial * (1.0 + g_l)) || over(exact.loss + b.loss[0].bound);
   }
 
   // (G) gradients g = 2/(N K) sum_n x_n r_n, with x = 1 for the bias; (G+) one more
@@ -156,4 +158,4 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   return b;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 Subnormals parse_subnormals(const char* text) {
   const std::string_view t(text);
@@ -16,4 +16,4 @@ Subnormals parse_subnormals(const char* text) {
 
 const char* to_string(Subnormals s) { return s == Subnormals::ieee ? "ieee" : "ftz"; }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

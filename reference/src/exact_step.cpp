@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 template <class Scalar>
@@ -46,4 +46,4 @@ StepValues<Scalar> evaluate_step(const Case& c) {
 template StepValues<Rational> evaluate_step<Rational>(const Case&);
 template StepValues<HighPrecision> evaluate_step<HighPrecision>(const Case&);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 // Maps floats onto integers so that adjacent floats differ by one and -0 == +0.
@@ -34,4 +34,4 @@ bool same_bits(float a, float b) {
   return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

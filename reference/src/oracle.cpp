@@ -6,46 +6,13 @@
 #include "sgdc/reference/error_bound.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 
-namespace sgdc {
-
-const char* to_string(Output o) {
-  switch (o) {
-    case Output::loss:
-      return "loss";
-    case Output::kernel:
-      return "kernel";
-    case Output::bias:
-      return "bias";
-    case Output::grad_kernel:
-      return "grad_kernel";
-    case Output::grad_bias:
-      return "grad_bias";
-  }
-  return "?";
-}
-
-const std::vector<Expected>& Expectation::of(Output o) const {
-  switch (o) {
-    case Output::loss:
-      return loss;
-    case Output::kernel:
-      return kernel;
-    case Output::bias:
-      return bias;
-    case Output::grad_kernel:
-      return grad_kernel;
-    case Output::grad_bias:
-      return grad_bias;
-  }
-  return loss;
-}
+namespace sgdc::reference {
 
 namespace {
 // Which outputs depend on a non-finite input: r_nk on row n of x, column k of W, b_k
 // and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr.
 struct Poison {
-  std::vector<char> residual, grad_kernel, grad_bias, kernel, bias;
-  bool loss = false;
+  PerOutput<std::vector<char>> outputs;
   bool any = false;
 };
 
@@ -54,43 +21,40 @@ bool bad(float v) { return !std::isfinite(v); }
 Poison find_poison(const Case& c) {
   const int n = c.n, d = c.d, k = c.k;
   Poison p;
-  p.residual.assign(static_cast<std::size_t>(n) * k, 0);
+  std::vector<char> residual(static_cast<std::size_t>(n) * k, 0);
+  bool loss = false;
   for (int i = 0; i < n; ++i) {
     bool row = false;
     for (int l = 0; l < d; ++l) row = row || bad(c.x[i * d + l]);
     for (int j = 0; j < k; ++j) {
       bool v = row || bad(c.bias[j]) || bad(c.y[i * k + j]);
       for (int l = 0; l < d; ++l) v = v || bad(c.kernel[l * k + j]);
-      p.residual[i * k + j] = v;
-      p.loss = p.loss || v;
+      residual[i * k + j] = v;
+      loss = loss || v;
     }
   }
   const bool lr = bad(c.lr);
-  p.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0);
-  p.kernel.assign(p.grad_kernel.size(), 0);
-  p.grad_bias.assign(static_cast<std::size_t>(k), 0);
-  p.bias.assign(p.grad_bias.size(), 0);
+  auto& o = p.outputs;
+  o.loss = {static_cast<char>(loss)};
+  o.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0);
+  o.kernel.assign(o.grad_kernel.size(), 0);
+  o.grad_bias.assign(static_cast<std::size_t>(k), 0);
+  o.bias.assign(o.grad_bias.size(), 0);
   for (int j = 0; j < k; ++j) {
     bool column = false;
-    for (int i = 0; i < n; ++i) column = column || p.residual[i * k + j];
-    p.grad_bias[j] = column;
-    p.bias[j] = column || lr || bad(c.bias[j]);
+    for (int i = 0; i < n; ++i) column = column || residual[i * k + j];
+    o.grad_bias[j] = column;
+    o.bias[j] = column || lr || bad(c.bias[j]);
     for (int l = 0; l < d; ++l) {
       bool g = column;
       for (int i = 0; i < n; ++i) g = g || bad(c.x[i * d + l]);
       const int e = l * k + j;
-      p.grad_kernel[e] = g;
-      p.kernel[e] = g || lr || bad(c.kernel[e]);
+      o.grad_kernel[e] = g;
+      o.kernel[e] = g || lr || bad(c.kernel[e]);
     }
   }
-  p.any = p.loss || lr;
+  p.any = loss || lr;
   return p;
-}
-
-void zero_nonfinite(std::vector<float>& v) {
-  for (float& f : v) {
-    if (bad(f)) f = 0.0f;
-  }
 }
 
 std::vector<double> magnitudes(const std::vector<double>& values) {
@@ -128,13 +92,9 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
                         RoundedStep (*evaluate)(const Case&)) {
   c.validate();
   const Poison poison = find_poison(c);
-  Case finite = c;
-  if (poison.any) {
-    // Outputs that do not depend on the non-finite inputs are computed with those inputs
-    // set to zero, which leaves them unchanged.
-    for (auto* v : {&finite.kernel, &finite.bias, &finite.x, &finite.y}) zero_nonfinite(*v);
-    if (bad(finite.lr)) finite.lr = 0.0f;
-  }
+  // Outputs that do not depend on the non-finite inputs are computed with those inputs
+  // read as zero, which leaves them unchanged.
+  const Case finite = poison.any ? with_nonfinite_as_zero(c) : c;
   const RoundedStep exact = evaluate(finite);
 
   ExactMagnitudes mag;
@@ -143,18 +103,13 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   mag.grad_bias = magnitudes(exact.grad_bias);
   mag.kernel = magnitudes(exact.kernel);
   mag.bias = magnitudes(exact.bias);
-  mag.loss = exact.loss.value;
+  mag.loss = exact.loss[0].value;
   const StepBounds bounds = error_bounds(finite, mag, model);
 
   Expectation out;
-  out.loss = expected_of({exact.loss}, {bounds.loss}, {static_cast<char>(poison.loss)});
-  out.kernel = expected_of(exact.kernel, bounds.kernel, poison.kernel);
-  out.bias = expected_of(exact.bias, bounds.bias, poison.bias);
-  out.grad_kernel = expected_of(exact.grad_kernel, bounds.grad_kernel, poison.grad_kernel);
-  out.grad_bias = expected_of(exact.grad_bias, bounds.grad_bias, poison.grad_bias);
+  for (Output o : all_outputs) out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);
   out.kernel_from_grad = bounds.kernel_from_grad;
   out.bias_from_grad = bounds.bias_from_grad;
-  out.step = c.step + 1;
   out.u = model.u;
   return out;
 }
@@ -168,4 +123,4 @@ Expectation expect_exact(const Case& c, const ErrorModel& model) {
   return expect_with(c, model, round_exact_step);
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

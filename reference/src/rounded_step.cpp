@@ -3,10 +3,11 @@
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/rounding.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 std::size_t RoundedStep::elements() const {
-  return residual.size() + 1 + kernel.size() + bias.size() + grad_kernel.size() + grad_bias.size();
+  return residual.size() + loss.size() + kernel.size() + bias.size() + grad_kernel.size() +
+         grad_bias.size();
 }
 
 namespace {
@@ -32,7 +33,7 @@ RoundedStep round_exact_step(const Case& c) {
       s.residual.push_back(round_to_double(exact.residual(i, j)));
     }
   }
-  s.loss = round_both(exact.loss);
+  s.loss = {round_both(exact.loss)};
   s.kernel = round_all(exact.kernel);
   s.bias = round_all(exact.bias);
   s.grad_kernel = round_all(exact.grad_kernel);
@@ -42,4 +43,4 @@ RoundedStep round_exact_step(const Case& c) {
   return s;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

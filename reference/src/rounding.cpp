@@ -2,7 +2,7 @@
 
 #include <mpfr.h>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 namespace {
 // MPFR's exponent range is per thread; restore it whatever happens.
@@ -51,4 +51,4 @@ double round_to_double(const Rational& q) {
   return mpfr_get_d(t.value, MPFR_RNDN);
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -1,6 +1,6 @@
 #include "sgdc/reference/worked_example.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 Case worked_example() {
   Case c;
@@ -17,4 +17,4 @@ Case worked_example() {
   return c;
 }
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -9,8 +9,9 @@
 
 #include "sgdc/conformance/open.hpp"
 #include "sgdc/properties/property.hpp"
+#include "sgdc/properties/runner.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 namespace {
 
 Implementation& subject() {
@@ -26,12 +27,12 @@ void check(const char* name) {
   Implementation& impl = subject();
   // Properties that do not apply (e.g. step_counter without the capability) hold vacuously.
   if (!p.applies(impl.declaration())) RC_SUCCEED("not applicable to " + impl.declaration().name);
-  const Case c = *p.generator;
+  const reference::Case c = *p.generator(case_space(impl.declaration(), RunOptions{}));
   Observations obs;
-  const Verdict v = p.check(impl, c, obs);
-  RC_PRE(v.kind != Verdict::Kind::discard);
-  if (v.kind == Verdict::Kind::fail)
-    RC_FAIL(impl.declaration().name + ", " + name + ": " + v.message);
+  const Judgement j = evaluate(p, impl, c, obs);
+  RC_PRE(j.kind != Judgement::Kind::discard);
+  if (j.kind == Judgement::Kind::fail)
+    RC_FAIL(impl.declaration().name + ", " + name + ": " + j.message);
 }
 
 RC_GTEST_PROP(Properties, Accuracy, ()) { check("accuracy"); }
@@ -46,8 +47,8 @@ RC_GTEST_PROP(Properties, Placement, ()) { check("placement"); }
 
 TEST(Properties, EveryPropertyHasATest) {
   // Keeps this file in step with the catalogue: a new property needs its RC_GTEST_PROP.
-  EXPECT_EQ(properties().size(), 9u);
+  EXPECT_EQ(all_properties().size(), 9u);
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::properties

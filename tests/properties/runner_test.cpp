@@ -3,25 +3,28 @@
 
 #include "sgdc/conformance/builtin/catalogue.hpp"
 #include "sgdc/properties/generators.hpp"
+#include "sgdc/properties/property.hpp"
 #include "sgdc/properties/runner.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 namespace {
 
-int elements(const Case& c) { return c.n * c.d + c.n * c.k + c.d * c.k; }
+int elements(const reference::Case& c) { return c.n * c.d + c.n * c.k + c.d * c.k; }
+
+const CaseSpace space;
 
 TEST(Runner, SameSeedSameCases) {
   const Property& p = find_property("accuracy");
   for (int i : {0, 7, 150}) {
-    const Case a = draw(p, 42, i).value(), b = draw(p, 42, i).value();
+    const reference::Case a = draw(p, space, 42, i).value(), b = draw(p, space, 42, i).value();
     EXPECT_EQ(a.x, b.x);
     EXPECT_EQ(a.kernel, b.kernel);
   }
-  EXPECT_NE(draw(p, 42, 3).value().x, draw(p, 43, 3).value().x);
+  EXPECT_NE(draw(p, space, 42, 3).value().x, draw(p, space, 43, 3).value().x);
 }
 
 TEST(Runner, ShrinksToASmallerCounterexample) {
-  auto impl = builtin::make(builtin::find("wrong-sign"));
+  auto impl = conformance::builtin::make(conformance::builtin::find("wrong-sign"));
   RunOptions o;
   o.seed = 1;
   // Start from a large case: skip the small early ones.
@@ -33,12 +36,12 @@ TEST(Runner, ShrinksToASmallerCounterexample) {
   EXPECT_GT(r.counterexample->shrink_steps, 0);
   // The shrunk case still fails.
   Observations obs;
-  EXPECT_EQ(find_property("accuracy").check(*impl, r.counterexample->shrunk, obs).kind,
-            Verdict::Kind::fail);
+  EXPECT_EQ(evaluate(find_property("accuracy"), *impl, r.counterexample->shrunk, obs).kind,
+            Judgement::Kind::fail);
 }
 
 TEST(Runner, ReplayReproducesTheCounterexample) {
-  auto impl = builtin::make(builtin::find("mean-over-batch"));
+  auto impl = conformance::builtin::make(conformance::builtin::find("mean-over-batch"));
   RunOptions o;
   o.seed = 3;
   const PropertyReport first = run_property(find_property("accuracy"), *impl, o);
@@ -54,9 +57,10 @@ TEST(Runner, ReplayReproducesTheCounterexample) {
 class BreaksAfter final : public Implementation {
  public:
   BreaksAfter(const char* builtin, int calls)
-      : inner_(builtin::make(builtin::find(builtin))), calls_left_(calls) {}
+      : inner_(conformance::builtin::make(conformance::builtin::find(builtin))),
+        calls_left_(calls) {}
   const Declaration& declaration() const override { return inner_->declaration(); }
-  StepOutcome step(const Case& c) override {
+  StepOutcome step(const reference::Case& c) override {
     if (calls_left_-- <= 0) throw ImplementationFault("adapter exited with status 1");
     return inner_->step(c);
   }
@@ -68,13 +72,17 @@ class BreaksAfter final : public Implementation {
 
 TEST(Runner, FaultEndsTheRunAndKeepsWhatWasMeasured) {
   BreaksAfter impl("float32", 30);
-  const PropertyReport r = run_property(find_property("accuracy"), impl, {});
+  RunOptions o;
+  o.batch = 8;
+  const PropertyReport r = run_property(find_property("accuracy"), impl, o);
   EXPECT_FALSE(r.passed);
-  EXPECT_EQ(r.cases, 30);
-  EXPECT_TRUE(r.observations.of(Output::kernel).seen);
+  // The batches before the one it broke in are counted.
+  EXPECT_EQ(r.cases, 24);
+  EXPECT_TRUE(r.observations.of(reference::Output::kernel).seen);
   ASSERT_TRUE(r.fault);
+  // The fault names the case it broke on, which replays with --case 30.
   EXPECT_NE(r.fault->find("case 30: adapter exited with status 1"), std::string::npos) << *r.fault;
-  EXPECT_TRUE(r.fatal_fault);
+  EXPECT_TRUE(r.broke);
 }
 
 TEST(Runner, FaultWhileShrinkingKeepsTheCounterexample) {
@@ -86,72 +94,111 @@ TEST(Runner, FaultWhileShrinkingKeepsTheCounterexample) {
   ASSERT_TRUE(r.counterexample);
   EXPECT_TRUE(r.counterexample->fault_while_shrinking);
   ASSERT_TRUE(r.fault);
-  EXPECT_TRUE(r.fatal_fault);
+  EXPECT_TRUE(r.broke);
 }
 
-// A built-in that records the prefetch hints and the steps it is asked for.
+// A built-in that records the batches it is handed.
 class Recorder final : public Implementation {
  public:
-  explicit Recorder(int window)
-      : inner_(builtin::make(builtin::find("float32"))), window_(window) {}
+  explicit Recorder(const char* builtin = "float32")
+      : inner_(conformance::builtin::make(conformance::builtin::find(builtin))) {}
   const Declaration& declaration() const override { return inner_->declaration(); }
-  StepOutcome step(const Case& c) override {
-    stepped.push_back(c);
-    return inner_->step(c);
+  StepOutcome step(const reference::Case& c) override { return inner_->step(c); }
+  std::vector<StepOutcome> step_batch(std::span<const reference::Case> cases) override {
+    batches.emplace_back(cases.begin(), cases.end());
+    return Implementation::step_batch(cases);
   }
-  void prefetch(std::span<const Case> upcoming) noexcept override {
-    hints.emplace_back(upcoming.begin(), upcoming.end());
-  }
-  int prefetch_window() const noexcept override { return window_; }
-
-  std::vector<Case> stepped;
-  std::vector<std::vector<Case>> hints;
+  std::vector<std::vector<reference::Case>> batches;
 
  private:
   std::unique_ptr<Implementation> inner_;
-  int window_;
 };
 
-TEST(Runner, HintsTheFirstStepsOfTheNextCases) {
-  for (const char* name : {"accuracy", "shard_invariance", "zero_lr", "determinism"}) {
-    const Property& p = find_property(name);
-    Recorder rec(4);
-    RunOptions o;
-    o.cases = 10;
-    const PropertyReport r = run_property(p, rec, o);
-    ASSERT_TRUE(r.passed) << name;
-    ASSERT_EQ(rec.hints.size(), 10u) << name;
-    for (std::size_t i = 0; i < rec.hints.size(); ++i) {
-      // Up to the window, and never more than the run still needs.
-      EXPECT_EQ(rec.hints[i].size(), std::min<std::size_t>(4, 10 - i)) << name;
-      // The hint's first case is the check's first step, and the next hint goes on from it.
-      EXPECT_EQ(rec.hints[i][0].x, p.first_step(draw(p, o.seed, static_cast<int>(i)).value()).x);
-      EXPECT_EQ(rec.hints[i][0].lr, p.first_step(draw(p, o.seed, static_cast<int>(i)).value()).lr);
-      if (i + 1 < rec.hints.size()) EXPECT_EQ(rec.hints[i][1].x, rec.hints[i + 1][0].x) << name;
+TEST(Runner, StepsTheDrawnCasesInBatches) {
+  const Property& p = find_property("shard_invariance");
+  Recorder rec;
+  RunOptions o;
+  o.cases = 10;
+  o.batch = 4;
+  ASSERT_TRUE(run_property(p, rec, o).passed);
+  // Batches of 4, 4 and 2 drawn cases, never more than the run needs, each with all of its
+  // cases' planned steps, in case order.
+  ASSERT_EQ(rec.batches.size(), 3u);
+  const CaseSpace drawn_space = case_space(rec.declaration(), o);
+  std::size_t drawn = 0;
+  for (const auto& batch : rec.batches) {
+    std::size_t at = 0;
+    const std::size_t cases = &batch == &rec.batches.back() ? 2 : 4;
+    for (std::size_t i = 0; i < cases; ++i, ++drawn) {
+      const reference::Case c = draw(p, drawn_space, o.seed, static_cast<int>(drawn)).value();
+      Context ctx(rec.declaration());
+      for (const reference::Case& step : p.plan(ctx, c).steps) {
+        ASSERT_LT(at, batch.size());
+        EXPECT_EQ(batch[at].x, step.x);
+        EXPECT_EQ(batch[at].num_shards, step.num_shards);
+        ++at;
+      }
     }
-    // Each hint names the case stepped next.
-    std::size_t next = 0;
-    for (const Case& c : rec.stepped) {
-      if (next < rec.hints.size() && c.x == rec.hints[next][0].x && c.lr == rec.hints[next][0].lr &&
-          c.num_shards == rec.hints[next][0].num_shards)
-        ++next;
-    }
-    EXPECT_EQ(next, rec.hints.size()) << name;
+    EXPECT_EQ(at, batch.size());
   }
 }
 
-TEST(Runner, NoHintsWithoutAWindowOrAFirstStep) {
-  Recorder none(0);
-  EXPECT_TRUE(run_property(find_property("accuracy"), none, {}).passed);
-  EXPECT_TRUE(none.hints.empty());
-  Recorder some(4);
-  EXPECT_TRUE(run_property(find_property("pre_update_loss"), some, {}).passed);
-  EXPECT_TRUE(some.hints.empty()) << "pre_update_loss may discard before it steps";
-  RunOptions replay;
-  replay.only_case = 3;
-  EXPECT_TRUE(run_property(find_property("accuracy"), some, replay).passed);
-  EXPECT_TRUE(some.hints.empty());
+TEST(Runner, BatchingChangesNoVerdict) {
+  for (const char* name : {"mean-of-shard-means", "nondeterministic", "skip-tiny-updates"}) {
+    for (const Property& p : all_properties()) {
+      auto one = conformance::builtin::make(conformance::builtin::find(name));
+      auto many = conformance::builtin::make(conformance::builtin::find(name));
+      RunOptions o;
+      o.batch = 1;
+      const PropertyReport a = run_property(p, *one, o);
+      o.batch = 8;
+      const PropertyReport b = run_property(p, *many, o);
+      if (std::string(name) == "nondeterministic") continue;  // its draws differ by design
+      EXPECT_EQ(a.passed, b.passed) << name << " " << p.name;
+      EXPECT_EQ(a.cases, b.cases) << name << " " << p.name;
+      EXPECT_EQ(a.discarded, b.discarded) << name << " " << p.name;
+      EXPECT_EQ(a.observations.overall().ratio, b.observations.overall().ratio)
+          << name << " " << p.name;
+      if (a.counterexample && b.counterexample) {
+        EXPECT_EQ(a.counterexample->case_index, b.counterexample->case_index) << name;
+        EXPECT_EQ(a.counterexample->message, b.counterexample->message) << name;
+      }
+    }
+  }
+}
+
+// A property of three rounds: the drawn case, then the case with lr halved, then with lr
+// a quarter, each asked for by the judgement of the round before.
+Property three_rounds() {
+  Property p = find_property("accuracy");
+  p.name = "three_rounds";
+  p.judge = [](Context&, const reference::Case& c, std::span<const StepOutcome> out,
+               Observations&) {
+    if (out.size() < 3) {
+      reference::Case next = c;
+      next.lr = c.lr / float(1 << out.size());
+      return Judgement::then({next});
+    }
+    return out.size() == 3 ? Judgement::pass() : Judgement::fail("too many outcomes");
+  };
+  return p;
+}
+
+TEST(Runner, JudgementsAskForMoreStepsRoundByRound) {
+  const Property p = three_rounds();
+  Recorder rec;
+  RunOptions o;
+  o.cases = 5;
+  o.batch = 5;
+  const PropertyReport r = run_property(p, rec, o);
+  EXPECT_TRUE(r.passed);
+  EXPECT_EQ(r.cases, 5);
+  // One batch per round, each with one step of every case.
+  ASSERT_EQ(rec.batches.size(), 3u);
+  for (const auto& batch : rec.batches) EXPECT_EQ(batch.size(), 5u);
+  EXPECT_EQ(rec.batches[1][0].lr, rec.batches[0][0].lr / 2);
+  EXPECT_EQ(rec.batches[2][0].lr, rec.batches[0][0].lr / 4);
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::properties

@@ -19,7 +19,7 @@
 #include "sgdc/reference/oracle.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 namespace {
 
 long agreement_cases() {
@@ -37,7 +37,7 @@ bool same(float a, float b) {
 // Every field of every element, bits compared (so -0 differs from +0).
 void expect_identical(const Expectation& fast, const Expectation& exact, const std::string& where) {
   for (const Output o : all_outputs) {
-    const auto &f = fast.of(o), &e = exact.of(o);
+    const auto &f = fast[o], &e = exact[o];
     ASSERT_EQ(f.size(), e.size()) << where;
     for (std::size_t i = 0; i < f.size(); ++i) {
       const std::string at = where + " " + to_string(o) + "[" + std::to_string(i) + "]";
@@ -62,15 +62,20 @@ rc::Gen<Case> generator(long i) {
   switch (i % 6) {
     case 0:
     case 1:
-      return any_case(12);
+      return properties::any_case(properties::CaseSpace{}, 12);
     case 2:
-      return cases({.spread = Spread::unit, .lr = LrRegime::tiny, .cancellation = true});
+      return properties::cases(properties::CaseSpace{}, {.spread = properties::Spread::unit,
+                                                         .lr = properties::LrRegime::tiny,
+                                                         .cancellation = true});
     case 3:
-      return cases({.spread = Spread::wide, .lr = LrRegime::mixed, .cancellation = true});
+      return properties::cases(properties::CaseSpace{}, {.spread = properties::Spread::wide,
+                                                         .lr = properties::LrRegime::mixed,
+                                                         .cancellation = true});
     case 4:
-      return cases({.spread = Spread::extreme, .lr = LrRegime::mixed});
+      return properties::cases(properties::CaseSpace{}, {.spread = properties::Spread::extreme,
+                                                         .lr = properties::LrRegime::mixed});
     default:
-      return special_cases();
+      return properties::special_cases(properties::CaseSpace{});
   }
 }
 
@@ -120,7 +125,7 @@ TEST(CertifiedStep, ExactValuesAndZeros) {
   EXPECT_EQ(fast.fallback_elements, 0u);
   EXPECT_FALSE(fast.exact_evaluated);
   EXPECT_TRUE(same(fast.residual[0], 0.0));
-  EXPECT_TRUE(same(fast.loss.rounded, exact.loss.rounded));
+  EXPECT_TRUE(same(fast.loss[0].rounded, exact.loss[0].rounded));
   EXPECT_TRUE(same(fast.grad_kernel[0].rounded, 0.0f));  // +0, not -0
   EXPECT_TRUE(same(fast.kernel[0].rounded, 2.0f));
 }
@@ -140,9 +145,9 @@ TEST(CertifiedStep, TiesAndUnderflowMatchExact) {
     EXPECT_TRUE(same(fast.kernel[i].rounded, exact.kernel[i].rounded));
     EXPECT_TRUE(same(fast.grad_kernel[i].rounded, exact.grad_kernel[i].rounded));
   }
-  EXPECT_TRUE(same(fast.loss.rounded, exact.loss.rounded));
-  EXPECT_TRUE(same(fast.loss.value, exact.loss.value));
+  EXPECT_TRUE(same(fast.loss[0].rounded, exact.loss[0].rounded));
+  EXPECT_TRUE(same(fast.loss[0].value, exact.loss[0].value));
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::reference

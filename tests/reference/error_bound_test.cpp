@@ -15,7 +15,7 @@
 #include "sgdc/reference/check.hpp"
 #include "sgdc/reference/oracle.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 namespace {
 
 constexpr int kCasesPerProfile = 10000;
@@ -40,10 +40,10 @@ struct Ratios {
   double max() const { return *std::max_element(per_case.begin(), per_case.end()); }
 };
 
-std::vector<const builtin::Entry*> correct_strategies() {
-  std::vector<const builtin::Entry*> out;
-  for (const auto& e : builtin::catalogue())
-    if (e.kind != builtin::Kind::mutant) out.push_back(&e);
+std::vector<const conformance::builtin::Entry*> correct_strategies() {
+  std::vector<const conformance::builtin::Entry*> out;
+  for (const auto& e : conformance::builtin::catalogue())
+    if (e.kind != conformance::builtin::Kind::mutant) out.push_back(&e);
   return out;
 }
 
@@ -51,7 +51,7 @@ std::vector<const builtin::Entry*> correct_strategies() {
 void judge(const StepResult& r, const Expectation& e, const std::string& who, const Case& c,
            std::map<std::string, Ratios>& ratios) {
   auto one = [&](Output o, const std::vector<float>& actual) {
-    const auto& exp = e.of(o);
+    const auto& exp = e[o];
     ASSERT_EQ(actual.size(), exp.size());
     double worst = 0.0;
     for (std::size_t i = 0; i < actual.size(); ++i) {
@@ -60,27 +60,24 @@ void judge(const StepResult& r, const Expectation& e, const std::string& who, co
         std::ostringstream os;
         showValue(c, os);
         ADD_FAILURE() << who << " " << to_string(o) << "[" << i << "]: " << chk.why
-                      << " error=" << chk.error << " bound=" << exp[i].bound << " ulps=" << chk.ulps
-                      << "\ncase: " << os.str();
+                      << " error=" << chk.error << " bound=" << exp[i].bound
+                      << " ulps=" << chk.ulps.value_or(0) << "\ncase: " << os.str();
       }
       if (std::isfinite(chk.ratio)) worst = std::max(worst, chk.ratio);
     }
     ratios[who + " " + to_string(o)].add(worst);
   };
-  one(Output::loss, {r.loss});
-  one(Output::kernel, r.kernel);
-  one(Output::bias, r.bias);
-  one(Output::grad_kernel, *r.grad_kernel);
-  one(Output::grad_bias, *r.grad_bias);
+  for (Output o : all_outputs) one(o, r[o]);
 }
 
-std::map<std::string, Ratios> soundness(const CaseProfile& profile, std::uint64_t seed,
+std::map<std::string, Ratios> soundness(const properties::CaseProfile& profile, std::uint64_t seed,
                                         const char* label) {
   const auto strategies = correct_strategies();
-  std::vector<std::unique_ptr<Implementation>> impls;
-  for (const auto* s : strategies) impls.push_back(builtin::make(*s));
+  std::vector<std::unique_ptr<properties::Implementation>> impls;
+  for (const auto* s : strategies) impls.push_back(conformance::builtin::make(*s));
   std::map<std::string, Ratios> ratios;
-  for (const Case& c : sample(cases(profile), kCasesPerProfile, seed)) {
+  for (const Case& c :
+       sample(properties::cases(properties::CaseSpace{}, profile), kCasesPerProfile, seed)) {
     const Expectation e = expect(c);
     for (auto& impl : impls) {
       judge(*impl->step(c).result, e, impl->declaration().name, c, ratios);
@@ -95,7 +92,8 @@ std::map<std::string, Ratios> soundness(const CaseProfile& profile, std::uint64_
 }
 
 TEST(ErrorBound, SoundOnUnitNormalInputs) {
-  const auto ratios = soundness({.spread = Spread::unit, .max_dim = 10}, 1, "unit normal");
+  const auto ratios =
+      soundness({.spread = properties::Spread::unit, .max_dim = 10}, 1, "unit normal");
   // Tightness: a bound loose by orders of magnitude would let bugs of that size through.
   // Every strategy that rounds in float32 must come within a factor of 10 of the bound
   // on some case, for every output (float64 rounds once and may sit lower).
@@ -103,13 +101,14 @@ TEST(ErrorBound, SoundOnUnitNormalInputs) {
     if (name.find("float64") == std::string::npos) EXPECT_GT(r.max(), 0.1) << name;
 }
 TEST(ErrorBound, SoundOnWideMagnitudes) {
-  soundness({.spread = Spread::wide, .max_dim = 10}, 2, "magnitudes 1e-3..1e3");
+  soundness({.spread = properties::Spread::wide, .max_dim = 10}, 2, "magnitudes 1e-3..1e3");
 }
 TEST(ErrorBound, SoundOnExtremeMagnitudes) {
-  soundness({.spread = Spread::extreme, .max_dim = 10}, 3, "magnitudes 2^-60..2^60");
+  soundness({.spread = properties::Spread::extreme, .max_dim = 10}, 3, "magnitudes 2^-60..2^60");
 }
 TEST(ErrorBound, SoundUnderCancellation) {
-  soundness({.spread = Spread::unit, .max_dim = 10, .cancellation = true}, 4, "cancellation");
+  soundness({.spread = properties::Spread::unit, .max_dim = 10, .cancellation = true}, 4,
+            "cancellation");
 }
 
 // Real flush-to-zero arithmetic (MXCSR FTZ and DAZ) on subnormal-heavy inputs: accepted
@@ -117,7 +116,9 @@ TEST(ErrorBound, SoundUnderCancellation) {
 TEST(ErrorBound, FlushToZeroWithinFtzBound) {
   const unsigned saved = _mm_getcsr();
   std::vector<Case> subnormal_cases =
-      sample(cases({.spread = Spread::unit, .max_dim = 6}), 2000, 5);
+      sample(properties::cases(properties::CaseSpace{},
+                               {.spread = properties::Spread::unit, .max_dim = 6}),
+             2000, 5);
   for (Case& c : subnormal_cases) {
     // Subnormal parameters and targets, tiny x: DAZ reads the parameters as zero.
     for (float& v : c.x) v *= 0x1p-10f;
@@ -125,7 +126,7 @@ TEST(ErrorBound, FlushToZeroWithinFtzBound) {
     for (float& v : c.y) v *= 0x1p-135f;
     for (float& v : c.bias) v *= 0x1p-130f;
   }
-  const auto impl = builtin::make(builtin::find("sequential"));
+  const auto impl = conformance::builtin::make(conformance::builtin::find("sequential"));
   std::map<std::string, Ratios> ratios;
   int ieee_rejections = 0;
   for (const Case& c : subnormal_cases) {
@@ -143,4 +144,4 @@ TEST(ErrorBound, FlushToZeroWithinFtzBound) {
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::reference

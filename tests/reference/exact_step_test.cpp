@@ -6,7 +6,7 @@
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/oracle.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 namespace {
 
 // |hp - exact| relative to the element's bound: float32 resolution is ~1 on this scale,
@@ -20,7 +20,7 @@ void expect_close(const M& exact, const H& hp, const std::vector<Expected>& e) {
 }
 
 RC_GTEST_PROP(ExactStep, HighPrecisionAgreesWithExact, ()) {
-  const Case c = *any_case(10);
+  const Case c = *properties::any_case(properties::CaseSpace{}, 10);
   const auto exact = evaluate_step<Rational>(c);
   const auto hp = evaluate_step<HighPrecision>(c);
   const Expectation e = expect(c);
@@ -48,4 +48,4 @@ TEST(ExactStep, RejectsNonFiniteAndBadShapes) {
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -5,7 +5,7 @@
 
 #include "sgdc/reference/float32.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 namespace {
 
 TEST(UlpDistance, CountsFloatsBetween) {
@@ -29,4 +29,4 @@ TEST(SameBits, DistinguishesSignedZeros) {
 TEST(Describe, ReadsBackExactly) { EXPECT_EQ(describe(0.1f), "0.100000001 (0x1.99999ap-4)"); }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::reference

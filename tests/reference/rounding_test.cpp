@@ -9,7 +9,7 @@
 
 #include "sgdc/reference/rounding.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 namespace {
 
 Rational pow2(int e) {
@@ -67,4 +67,4 @@ TEST(Rounding, ToDouble) {
 }
 
 }  // namespace
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -4,7 +4,7 @@
 
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
-namespace sgdc::builtin {
+namespace sgdc::conformance::builtin {
 
 namespace {
 
@@ -77,10 +77,23 @@ std::vector<Entry> make_catalogue() {
                      "an epsilon test)"));
   c.push_back(mutant("unbiased-mean", Bug::unbiased_mean,
                      "divides by N*K - 1 (an unbiased-variance habit)"));
+  c.push_back(
+      mutant("rows-past-16-dropped", Bug::rows_past_16_dropped,
+             "a kernel that reads only the first 16 batch rows (a remainder loop never run)"));
+  c.push_back(mutant("chunked-mean-32", Bug::chunked_mean_32,
+                     "gradient accumulation over chunks of 32 rows, each chunk's mean weighted "
+                     "equally (wrong when the last chunk is short)"));
+  c.push_back(mutant("columns-past-8-dropped", Bug::columns_past_8_dropped,
+                     "input columns past the last multiple of 8 left out when D > 8 (a vector "
+                     "loop without its tail)"));
+  c.push_back(mutant("float32-counter", Bug::float32_counter,
+                     "step counter kept in float32: it stops advancing at 2^24"));
+  c.push_back(mutant("int32-counter", Bug::int32_counter,
+                     "step counter kept in a signed 32-bit integer: it wraps at 2^31"));
   return c;
 }
 
-class Builtin final : public Implementation {
+class Builtin final : public properties::Implementation {
  public:
   explicit Builtin(const Entry& entry) : entry_(entry) {
     declaration_.name = "builtin:" + entry.name;
@@ -88,13 +101,16 @@ class Builtin final : public Implementation {
     declaration_.capabilities.grads = true;
     declaration_.capabilities.step_counter = true;
     declaration_.capabilities.sharded = entry.sharded;
+    declaration_.counter = builtin_counter;
   }
-  const Declaration& declaration() const override { return declaration_; }
-  StepOutcome step(const Case& c) override { return {float32_step(c, entry_.recipe), {}}; }
+  const properties::Declaration& declaration() const override { return declaration_; }
+  properties::StepOutcome step(const reference::Case& c) override {
+    return {float32_step(c, entry_.recipe), {}};
+  }
 
  private:
   const Entry& entry_;
-  Declaration declaration_;
+  properties::Declaration declaration_;
 };
 
 }  // namespace
@@ -114,7 +130,7 @@ const Entry& find(std::string_view name) {
                               "\"; known: " + known);
 }
 
-std::unique_ptr<Implementation> make(const Entry& entry) {
+std::unique_ptr<properties::Implementation> make(const Entry& entry) {
   return std::make_unique<Builtin>(entry);
 }
 
@@ -130,4 +146,4 @@ const char* to_string(Kind kind) {
   return "?";
 }
 
-}  // namespace sgdc::builtin
+}  // namespace sgdc::conformance::builtin

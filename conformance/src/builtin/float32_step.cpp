@@ -1,13 +1,17 @@
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <random>
 #include <utility>
 #include <vector>
 
-namespace sgdc::builtin {
+#include "sgdc/reference/counter.hpp"
+
+namespace sgdc::conformance::builtin {
 
 namespace {
 
@@ -57,6 +61,22 @@ T add(const std::vector<T>& t, Order order, Bug bug) {
   }
 }
 
+// The counter after the step: an int64 that saturates at its largest value (the
+// declared counter of every built-in), or as a counter bug keeps it.
+std::int64_t next_step(std::int64_t step, Bug bug) {
+  switch (bug) {
+    case Bug::step_not_advanced:
+      return step;
+    case Bug::float32_counter:
+      return static_cast<std::int64_t>(static_cast<float>(step) + 1.0f);
+    case Bug::int32_counter:
+      // Two's complement wrap of a 32-bit counter (what int32 arithmetic does in practice).
+      return static_cast<std::int32_t>(static_cast<std::uint32_t>(step) + 1u);
+    default:
+      return reference::next_count(builtin_counter, step);
+  }
+}
+
 template <class T>
 struct Sums {
   T loss{0};
@@ -66,20 +86,28 @@ struct Sums {
 template <class T>
 class LoopStep {
  public:
-  LoopStep(const Case& c, const Recipe& recipe) : c_(c), recipe_(recipe) {}
+  LoopStep(const reference::Case& c, const Recipe& recipe) : c_(c), recipe_(recipe) {}
 
-  StepResult run() {
-    const int n = c_.n, k = c_.k;
+  reference::StepResult run() {
+    const int n = c_.n;
+    // `rows` normalise the mean; the sums run over the first `used` of them.
     int rows = n;
     if (recipe_.bug == Bug::drop_remainder_rows) rows = (n / c_.num_shards) * c_.num_shards;
-    const std::vector<T> r = residuals(c_.kernel, c_.bias, rows);
+    const int used = recipe_.bug == Bug::rows_past_16_dropped ? std::min(rows, 16) : rows;
+    const std::vector<T> r = residuals(c_.kernel, c_.bias, used);
 
-    const bool split = recipe_.order == Order::sharded || recipe_.bug == Bug::mean_of_shard_means;
-    const auto parts = split_rows(rows, split ? c_.num_shards : 1);
+    std::vector<std::pair<int, int>> parts;
+    if (recipe_.bug == Bug::chunked_mean_32) {
+      for (int b = 0; b < used; b += 32) parts.emplace_back(b, std::min(b + 32, used));
+    } else {
+      const bool split = recipe_.order == Order::sharded || recipe_.bug == Bug::mean_of_shard_means;
+      parts = split_rows(used, split ? c_.num_shards : 1);
+    }
     Sums<T> total;
-    if (recipe_.bug == Bug::mean_of_shard_means) {
+    if (recipe_.bug == Bug::mean_of_shard_means || recipe_.bug == Bug::chunked_mean_32) {
       std::vector<Sums<T>> means;
-      for (auto [b, e] : parts) means.push_back(scaled(partial(r, rows, b, e), count(e - b)));
+      for (auto [b, e] : parts)
+        means.push_back(scaled(partial(r, rows, b, e, e - b), count(e - b)));
       total = combine(means);
       const T shards = T(static_cast<int>(means.size()));
       total.loss /= shards;
@@ -87,7 +115,7 @@ class LoopStep {
       for (T& g : total.grad_bias) g /= shards;
     } else {
       std::vector<Sums<T>> sums;
-      for (auto [b, e] : parts) sums.push_back(partial(r, rows, b, e));
+      for (auto [b, e] : parts) sums.push_back(partial(r, rows, b, e, rows));
       total = recipe_.scale_first ? combine(sums) : scaled(combine(sums), count(rows));
     }
     if (recipe_.bug == Bug::grad_times_shards) {
@@ -99,17 +127,18 @@ class LoopStep {
       for (T& g : total.grad_bias) g = T(static_cast<float>(static_cast<_Float16>(g)));
     }
 
-    StepResult out;
+    reference::StepResult out;
     out.kernel = update(c_.kernel, total.grad_kernel, false);
     out.bias = update(c_.bias, total.grad_bias, recipe_.bug == Bug::bias_not_updated);
-    out.loss = static_cast<float>(total.loss);
+    out.loss = {static_cast<float>(total.loss)};
     if (recipe_.bug == Bug::post_update_loss) {
-      const std::vector<T> after = residuals(out.kernel, out.bias, rows);
-      out.loss = static_cast<float>(scaled(partial(after, rows, 0, rows), count(rows)).loss);
+      const std::vector<T> after = residuals(out.kernel, out.bias, used);
+      out.loss = {
+          static_cast<float>(scaled(partial(after, rows, 0, used, rows), count(rows)).loss)};
     }
     out.grad_kernel = to_float(total.grad_kernel);
     out.grad_bias = to_float(total.grad_bias);
-    out.step = recipe_.bug == Bug::step_not_advanced ? c_.step : c_.step + 1;
+    out.step = next_step(c_.step, recipe_.bug);
     return out;
   }
 
@@ -122,15 +151,22 @@ class LoopStep {
   }
   T two() const { return recipe_.bug == Bug::missing_factor_two ? T(1) : T(2); }
 
+  // Input columns the step reads: all but those past the last multiple of 8 with the
+  // columns bug.
+  int columns() const {
+    if (recipe_.bug == Bug::columns_past_8_dropped && c_.d > 8) return c_.d / 8 * 8;
+    return c_.d;
+  }
+
   std::vector<T> residuals(const std::vector<float>& w, const std::vector<float>& b,
                            int rows) const {
-    const int d = c_.d, k = c_.k;
-    std::vector<T> r(static_cast<std::size_t>(rows) * k), terms(static_cast<std::size_t>(d) + 2);
+    const int d = c_.d, k = c_.k, cols = columns();
+    std::vector<T> r(static_cast<std::size_t>(rows) * k), terms(static_cast<std::size_t>(cols) + 2);
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < k; ++j) {
-        for (int l = 0; l < d; ++l) terms[l] = T(c_.x[i * d + l]) * T(w[l * k + j]);
-        terms[d] = T(b[j]);
-        terms[d + 1] = -T(c_.y[i * k + j]);
+        for (int l = 0; l < cols; ++l) terms[l] = T(c_.x[i * d + l]) * T(w[l * k + j]);
+        terms[cols] = T(b[j]);
+        terms[cols + 1] = -T(c_.y[i * k + j]);
         r[i * k + j] = add(terms, recipe_.order, recipe_.bug);
       }
     }
@@ -143,10 +179,11 @@ class LoopStep {
     return T(c_.x[i * c_.d + l]);
   }
 
-  // Unscaled sums over rows [b, e), or scaled term by term with scale_first.
-  Sums<T> partial(const std::vector<T>& r, int rows, int b, int e) const {
+  // Unscaled sums over rows [b, e) of `rows`, or scaled term by term by 1/count(`mean_rows`)
+  // with scale_first.
+  Sums<T> partial(const std::vector<T>& r, int rows, int b, int e, int mean_rows) const {
     const int d = c_.d, k = c_.k;
-    const T inv = T(1) / count(rows);
+    const T inv = T(1) / count(mean_rows);
     const T scale = two() * inv;
     Sums<T> s;
     std::vector<T> terms;
@@ -164,7 +201,8 @@ class LoopStep {
     for (int l = 0; l < d; ++l) {
       for (int j = 0; j < k; ++j) {
         terms.clear();
-        for (int i = b; i < e; ++i) terms.push_back(x_for_grad(i, l, rows) * g_term(i, j));
+        if (l < columns())
+          for (int i = b; i < e; ++i) terms.push_back(x_for_grad(i, l, rows) * g_term(i, j));
         s.grad_kernel.push_back(add(terms, recipe_.order, recipe_.bug));
       }
     }
@@ -231,11 +269,11 @@ class LoopStep {
     return std::vector<float>(v.begin(), v.end());
   }
 
-  const Case& c_;
+  const reference::Case& c_;
   const Recipe& recipe_;
 };
 
-StepResult eigen_step(const Case& c) {
+reference::StepResult eigen_step(const reference::Case& c) {
   using Mat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Row = Eigen::Matrix<float, 1, Eigen::Dynamic>;
   const Eigen::Map<const Mat> w(c.kernel.data(), c.d, c.k), x(c.x.data(), c.n, c.d),
@@ -250,23 +288,23 @@ StepResult eigen_step(const Case& c) {
   const Mat w_new = w - c.lr * gw;
   const Row b_new = b - c.lr * gb;
 
-  StepResult out;
-  out.loss = r.squaredNorm() / count;
+  reference::StepResult out;
+  out.loss = {r.squaredNorm() / count};
   out.kernel.assign(w_new.data(), w_new.data() + w_new.size());
   out.bias.assign(b_new.data(), b_new.data() + b_new.size());
-  out.grad_kernel.emplace(gw.data(), gw.data() + gw.size());
-  out.grad_bias.emplace(gb.data(), gb.data() + gb.size());
-  out.step = c.step + 1;
+  out.grad_kernel.assign(gw.data(), gw.data() + gw.size());
+  out.grad_bias.assign(gb.data(), gb.data() + gb.size());
+  out.step = next_step(c.step, Bug::none);
   return out;
 }
 
 }  // namespace
 
-StepResult float32_step(const Case& c, const Recipe& recipe) {
+reference::StepResult float32_step(const reference::Case& c, const Recipe& recipe) {
   c.validate();
   if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) return eigen_step(c);
   if (recipe.wide) return LoopStep<double>(c, recipe).run();
   return LoopStep<float>(c, recipe).run();
 }
 
-}  // namespace sgdc::builtin
+}  // namespace sgdc::conformance::builtin

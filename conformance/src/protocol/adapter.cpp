@@ -5,14 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
 
+#include "protocol/child_process.hpp"
 #include "sgdc/conformance/protocol/messages.hpp"
 #include "text.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 using Clock = ChildProcess::Clock;
@@ -29,37 +31,8 @@ void check_timeout(const char* name, double seconds) {
   }
 }
 
-// Equal sizes and scalars (lr's bits), and `arrays_match` for each array pair of equal size.
-template <class ArraysMatch>
-bool cases_match(const Case& a, const Case& b, ArraysMatch arrays_match) {
-  const auto match = [&](const std::vector<float>& x, const std::vector<float>& y) {
-    return x.size() == y.size() && (x.empty() || arrays_match(x.data(), y.data(), x.size()));
-  };
-  return a.n == b.n && a.d == b.d && a.k == b.k && a.num_shards == b.num_shards &&
-         a.step == b.step && std::memcmp(&a.lr, &b.lr, sizeof a.lr) == 0 &&
-         match(a.kernel, b.kernel) && match(a.bias, b.bias) && match(a.x, b.x) && match(a.y, b.y);
-}
-
-// Equal bits in every field (NaN payloads and -0 included).
-bool same_case(const Case& a, const Case& b) {
-  return cases_match(a, b, [](const float* x, const float* y, std::size_t size) {
-    return std::memcmp(x, y, size * sizeof(float)) == 0;
-  });
-}
-
-// A cheap test that a planned case is the one sent ahead before: sizes, scalars and the
-// ends of every array. step() compares in full before it uses an answer, so a wrong
-// "same" costs only time.
-bool looks_same(const Case& a, const Case& b) {
-  return cases_match(a, b, [](const float* x, const float* y, std::size_t size) {
-    const std::size_t n = std::min<std::size_t>(size, 8);
-    return std::memcmp(x, y, n * sizeof(float)) == 0 &&
-           std::memcmp(x + size - n, y + size - n, n * sizeof(float)) == 0;
-  });
-}
-
 // Bytes a case's arrays take in a request: a lower bound of its size.
-std::size_t array_bytes(const Case& c, ArrayEncoding arrays) {
+std::size_t array_bytes(const reference::Case& c, ArrayEncoding arrays) {
   const std::size_t raw = 4 * (1 + c.kernel.size() + c.bias.size() + c.x.size() + c.y.size());
   return arrays == ArrayEncoding::binary ? raw : raw / 3 * 4;
 }
@@ -80,27 +53,30 @@ constexpr std::size_t quote_limit = 200;
 
 }  // namespace
 
-ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
-                                 double handshake_timeout_s, ChildProcess::Options options,
-                                 ArrayEncoding offer, int window)
-    : case_timeout_s_(case_timeout_s) {
-  check_timeout("case timeout", case_timeout_s);
-  check_timeout("handshake timeout", handshake_timeout_s);
+ProtocolAdapter::ProtocolAdapter(std::string command, const AdapterOptions& options)
+    : case_timeout_s_(options.case_timeout_s) {
+  check_timeout("case timeout", options.case_timeout_s);
+  check_timeout("handshake timeout", options.handshake_timeout_s);
+  ChildProcess::Options process;
+  if (options.tee_stderr) process.stderr_mode = ChildProcess::StderrMode::tee;
   try {
-    child_ = std::make_unique<ChildProcess>(command, options);
+    child_ = std::make_unique<ChildProcess>(command, process);
   } catch (const std::system_error& e) {
     throw AdapterStartFailure(fmt::format("cannot start adapter '{}': {}",
                                           detail::printable(command, quote_limit), e.what()));
   }
-  const bool offer_binary = offer == ArrayEncoding::binary;
-  const auto deadline = after(handshake_timeout_s);
-  send(Frame{encode_hello(offer_binary), {}}, "handshake", deadline, handshake_timeout_s, true);
-  const Frame reply = receive("handshake", deadline, handshake_timeout_s, true, false);
+  const bool offer_binary = options.offer == ArrayEncoding::binary;
+  const auto deadline = after(options.handshake_timeout_s);
+  send(Frame{encode_hello(offer_binary), {}}, "handshake", deadline, options.handshake_timeout_s,
+       true);
+  const Frame reply = receive("handshake", deadline, options.handshake_timeout_s, true, false);
   try {
     Hello hello = decode_hello_reply(reply.line, offer_binary);
     declaration_ = std::move(hello.declaration);
     arrays_ = hello.arrays;
-    window_ = std::min(window, hello.max_in_flight);
+    max_in_flight_ = hello.max_in_flight;
+    max_batch_ = hello.max_batch;
+    window_ = std::max(1, std::min(options.window, hello.max_in_flight));
   } catch (const ProtocolError& e) {
     fail("handshake", e.what(), true);
   }
@@ -108,106 +84,96 @@ ProtocolAdapter::ProtocolAdapter(std::string command, double case_timeout_s,
 
 ProtocolAdapter::~ProtocolAdapter() { close(); }
 
-StepOutcome ProtocolAdapter::step(const Case& c) {
+properties::StepOutcome ProtocolAdapter::step(const reference::Case& c) {
+  return std::move(step_batch(std::span<const reference::Case>(&c, 1))[0]);
+}
+
+std::vector<properties::StepOutcome> ProtocolAdapter::step_batch(
+    std::span<const reference::Case> cases) {
   if (broken()) {
-    throw ImplementationFault(
+    throw properties::ImplementationFault(
         fmt::format("case {}: not run: the adapter was stopped after an earlier fault ({})",
-                    last_id_ + 1, fault_));
+                    last_id_ + 1, fault_),
+        0);
   }
   if (closed_status_) {
-    throw ImplementationFault(
-        fmt::format("case {}: not run: the adapter was closed", last_id_ + 1));
+    throw properties::ImplementationFault(
+        fmt::format("case {}: not run: the adapter was closed", last_id_ + 1), 0);
   }
-  // A case sent ahead: answers are read in order, so those sent before it come first
-  // (and are dropped: the plan changed).
-  for (std::size_t j = 0; j < sent_.size(); ++j) {
-    if (!same_case(sent_[j].c, c)) continue;
-    for (; j > 0; --j) {
-      collect(sent_.front());
-      sent_.pop_front();
+  // Consecutive cases go out as adapter batches of up to max_batch, each sent whole: the
+  // adapter reads a whole batch before it answers any of it.
+  const std::size_t group = static_cast<std::size_t>(std::max(1, max_batch_));
+  const std::size_t room = child_->stdin_capacity() / 2;
+  std::vector<properties::StepOutcome> out(cases.size());
+  std::deque<InFlight> in_flight;
+  std::size_t unread = 0;  // request bytes sent and not yet answered
+  std::size_t next = 0;    // the next case to send
+  std::size_t done = 0;
+  try {
+    for (; done < cases.size(); ++done) {
+      while (next < cases.size()) {
+        const std::size_t begin = next / group * group;
+        const std::size_t size = std::min(group, cases.size() - begin);
+        if (next == begin && !in_flight.empty()) {
+          // Another batch (or case) ahead of the answers: only what the adapter takes ahead
+          // and the pipe holds unread, so that sending never waits on the adapter.
+          std::size_t bytes = 0;
+          for (std::size_t i = begin; i < begin + size; ++i)
+            bytes += array_bytes(cases[i], arrays_);
+          if (in_flight.size() + size > static_cast<std::size_t>(window_) || unread + bytes > room)
+            break;
+        }
+        std::optional<BatchPosition> position;
+        if (max_batch_ > 1)
+          position = BatchPosition{static_cast<int>(next - begin), static_cast<int>(size)};
+        Frame request = encode_step(last_id_ + 1, cases[next], arrays_, position);
+        const std::size_t bytes = request.line.size() + 1 + request.payload.size();
+        const std::int64_t id = ++last_id_;
+        in_flight.push_back(
+            InFlight{id, next, bytes, Clock::now(), next == begin, static_cast<int>(size)});
+        unread += bytes;
+        send(request, fmt::format("case {}", id),
+             after(case_timeout_s_ * static_cast<double>(size)), case_timeout_s_, false, next);
+        ++next;
+      }
+      const InFlight f = in_flight.front();
+      // With cases queued behind this one the adapter stays busy after answering it, so
+      // noticing the answer a little late costs nothing, and napping spares the adapter's
+      // write a wake-up (ChildProcess::set_napping).
+      child_->set_napping(in_flight.size() > 1);
+      out[f.position] = answer(f, cases[f.position]);
+      in_flight.pop_front();
+      unread -= f.bytes;
     }
-    collect(sent_.front());
-    StepOutcome outcome = std::move(*sent_.front().outcome);
-    sent_.pop_front();
-    return outcome;
+  } catch (const properties::ImplementationFault& f) {
+    // The answers read before the fault are kept.
+    out.resize(done);
+    throw properties::ImplementationFault(f.what(), f.position(), std::move(out));
   }
-  // Not sent ahead: its answer comes after theirs, which are kept for later.
-  for (Sent& s : sent_) collect(s);
-  const std::int64_t id = ++last_id_;
-  const std::string context = fmt::format("case {}", id);
-  const auto deadline = after(case_timeout_s_);
-  send(encode_step(id, c, arrays_), context, deadline, case_timeout_s_, false);
-  child_->set_napping(false);  // the only case in flight: its answer is awaited at once
-  return answer(id, c, context, deadline);
+  return out;
 }
 
-StepOutcome ProtocolAdapter::answer(std::int64_t id, const Case& c, const std::string& context,
-                                    Clock::time_point deadline) {
+properties::StepOutcome ProtocolAdapter::answer(const InFlight& f, const reference::Case& c) {
+  // The adapter starts a case once it has answered the one before (a batch, once it has
+  // read all of it: its first answer may take the whole batch's time).
+  const double allowed = case_timeout_s_ * (f.opens_batch ? f.batch_size : 1);
+  const auto deadline = std::max(f.sent, last_answer_) +
+                        std::chrono::duration_cast<Clock::duration>(Seconds{allowed});
+  const std::string context = fmt::format("case {}", f.id);
   const Frame frame =
-      receive(context, deadline, case_timeout_s_, false, arrays_ == ArrayEncoding::binary);
+      receive(context, deadline, allowed, false, arrays_ == ArrayEncoding::binary, f.position);
   last_answer_ = Clock::now();
   try {
-    return decode_answer(frame, id, c, declaration_.capabilities, arrays_);
+    return decode_answer(frame, f.id, c, declaration_.capabilities, arrays_);
   } catch (const ProtocolError& e) {
-    fail(context, e.what(), false);
+    fail(context, e.what(), false, f.position);
   }
 }
 
-void ProtocolAdapter::collect(Sent& s) {
-  if (s.outcome) return;
-  // The adapter starts a case sent ahead once it has answered the one before.
-  const auto deadline = std::max(s.sent, last_answer_) +
-                        std::chrono::duration_cast<Clock::duration>(Seconds{case_timeout_s_});
-  // With cases queued behind this one the adapter stays busy after answering it, so
-  // noticing the answer a little late costs nothing, and napping spares the adapter's
-  // write a wake-up (ChildProcess::set_napping).
-  child_->set_napping(&s != &sent_.back());
-  s.outcome = answer(s.id, s.c, fmt::format("case {}", s.id), deadline);
-  unread_bytes_ -= s.bytes;
-}
-
-void ProtocolAdapter::prefetch(std::span<const Case> upcoming) noexcept {
-  if (broken() || closed_status_ || window_ <= 1) return;
-  try {
-    // Answers the plan no longer asks for first.
-    while (!sent_.empty() && sent_.front().outcome &&
-           (upcoming.empty() || !looks_same(sent_.front().c, upcoming.front()))) {
-      sent_.pop_front();
-    }
-    std::size_t k = 0;
-    for (; k < sent_.size(); ++k) {
-      // Another plan than the cases already sent: step() sorts it out.
-      if (k >= upcoming.size() || !looks_same(sent_[k].c, upcoming[k])) return;
-    }
-    const std::size_t room = child_->stdin_capacity() / 2;
-    for (; k < upcoming.size() && static_cast<int>(sent_.size()) < window_; ++k) {
-      // Only what the pipe holds unread: sending ahead must never wait for the adapter.
-      // The arrays alone tell a case that cannot fit before it is encoded for nothing.
-      if (unread_bytes_ + array_bytes(upcoming[k], arrays_) > room) return;
-      Frame request = encode_step(last_id_ + 1, upcoming[k], arrays_);
-      const std::size_t bytes = request.line.size() + 1 + request.payload.size();
-      if (unread_bytes_ + bytes > room) return;
-      // Recorded first: once sent, its answer will come (a failed send clears it all).
-      const std::int64_t id = ++last_id_;
-      sent_.push_back(Sent{id, upcoming[k], bytes, Clock::now(), std::nullopt});
-      unread_bytes_ += bytes;
-      send(request, fmt::format("case {}", id), after(case_timeout_s_), case_timeout_s_, false);
-    }
-  } catch (...) {
-    // The fault is recorded (broken()); the next step() reports it.
-  }
-}
-
-ExitStatus ProtocolAdapter::close() noexcept {
+ChildExit ProtocolAdapter::close() noexcept {
   try {
     if (closed_status_) return *closed_status_;
-    if (!child_) return ExitStatus{};
-    // Cases sent ahead are answered before bye is read; a fault ends the wait.
-    try {
-      for (Sent& s : sent_) collect(s);
-    } catch (const ImplementationFault&) {
-    }
-    sent_.clear();
+    if (!child_) return ChildExit{};
     if (!broken() && child_->running()) {
       // Whether bye arrives or not, stop() follows: closing stdin means the same.
       child_->write_all(encode_bye() + "\n", after(bye_write_s));
@@ -215,7 +181,7 @@ ExitStatus ProtocolAdapter::close() noexcept {
     closed_status_ = child_->stop();
     return *closed_status_;
   } catch (...) {
-    closed_status_ = ExitStatus{};
+    closed_status_ = ChildExit{};
     return *closed_status_;
   }
 }
@@ -230,7 +196,8 @@ std::string ProtocolAdapter::ended(const std::string& otherwise) {
 }
 
 void ProtocolAdapter::send(const Frame& request, const std::string& context,
-                           Clock::time_point deadline, double timeout_s, bool starting) {
+                           Clock::time_point deadline, double timeout_s, bool starting,
+                           std::optional<std::size_t> position) {
   try {
     // One buffer, so that a small message goes out in one write.
     std::string bytes;
@@ -241,18 +208,19 @@ void ProtocolAdapter::send(const Frame& request, const std::string& context,
         return;
       case ChildProcess::WriteStatus::timed_out:
         fail(context, fmt::format("adapter did not read its input within {:g} s", timeout_s),
-             starting);
+             starting, position);
       case ChildProcess::WriteStatus::closed:
-        fail(context, ended("adapter closed its stdin"), starting);
+        fail(context, ended("adapter closed its stdin"), starting, position);
     }
   } catch (const std::system_error& e) {
-    fail(context, e.what(), starting);
+    fail(context, e.what(), starting, position);
   }
-  fail(context, "unexpected state writing the request", starting);
+  fail(context, "unexpected state writing the request", starting, position);
 }
 
 Frame ProtocolAdapter::receive(const std::string& context, Clock::time_point deadline,
-                               double timeout_s, bool starting, bool payload) {
+                               double timeout_s, bool starting, bool payload,
+                               std::optional<std::size_t> position) {
   try {
     ChildProcess::Line line = child_->read_line(deadline);
     switch (line.status) {
@@ -262,7 +230,7 @@ Frame ProtocolAdapter::receive(const std::string& context, Clock::time_point dea
         try {
           size = payload_size(line.text, child_->options().max_line_bytes);
         } catch (const ProtocolError& e) {
-          fail(context, e.what(), starting);
+          fail(context, e.what(), starting, position);
         }
         ChildProcess::Line bytes = child_->read_bytes(size, deadline);
         if (bytes.status == ChildProcess::Line::Status::ok) {
@@ -272,43 +240,42 @@ Frame ProtocolAdapter::receive(const std::string& context, Clock::time_point dea
           fail(context,
                fmt::format("the answer's {}-byte payload did not arrive within {:g} s", size,
                            timeout_s),
-               starting);
+               starting, position);
         }
         fail(context,
              ended("adapter closed its stdout") +
                  fmt::format(" before the end of the answer's {}-byte payload", size),
-             starting);
+             starting, position);
       }
       case ChildProcess::Line::Status::timed_out:
         // An adapter that exited while a grandchild holds its stdout open lands here.
         if (const auto s = child_->exit_status())
-          fail(context, "adapter " + s->describe(), starting);
-        fail(context, fmt::format("no answer within {:g} s", timeout_s), starting);
+          fail(context, "adapter " + s->describe(), starting, position);
+        fail(context, fmt::format("no answer within {:g} s", timeout_s), starting, position);
       case ChildProcess::Line::Status::closed: {
         std::string what = ended("adapter closed its stdout");
         if (const auto& rest = child_->unterminated_output(); !rest.empty()) {
           what += fmt::format(" after writing an unterminated line '{}'",
                               detail::printable(rest, quote_limit));
         }
-        fail(context, what, starting);
+        fail(context, what, starting, position);
       }
       case ChildProcess::Line::Status::too_long:
         fail(context,
              fmt::format("answer is longer than {} bytes", child_->options().max_line_bytes),
-             starting);
+             starting, position);
     }
   } catch (const std::system_error& e) {
-    fail(context, e.what(), starting);
+    fail(context, e.what(), starting, position);
   }
-  fail(context, "unexpected state reading the answer", starting);
+  fail(context, "unexpected state reading the answer", starting, position);
 }
 
-void ProtocolAdapter::fail(const std::string& context, const std::string& what, bool starting) {
-  sent_.clear();
-  unread_bytes_ = 0;
+void ProtocolAdapter::fail(const std::string& context, const std::string& what, bool starting,
+                           std::optional<std::size_t> position) {
   std::string message = fmt::format("{}: {}", context, what);
   // Taken before stop(), which would report its own SIGTERM for a live adapter.
-  const std::optional<ExitStatus> ended_by_itself = child_ ? child_->exit_status() : std::nullopt;
+  const std::optional<ChildExit> ended_by_itself = child_ ? child_->exit_status() : std::nullopt;
   if (child_) {
     // Stop first: an exiting adapter's last words are then all in the ring buffer.
     child_->stop(Seconds{0});
@@ -319,7 +286,7 @@ void ProtocolAdapter::fail(const std::string& context, const std::string& what, 
   }
   fault_ = message;
   if (starting) throw AdapterStartFailure(message, ended_by_itself);
-  throw ImplementationFault(message, true);
+  throw properties::ImplementationFault(message, position);
 }
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

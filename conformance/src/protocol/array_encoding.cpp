@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 
 std::string_view to_string(ArrayEncoding e) {
   return e == ArrayEncoding::binary ? "binary" : "base64";
@@ -48,4 +48,4 @@ std::vector<float> floats_from_bytes(std::string_view bytes) {
   return out;
 }
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

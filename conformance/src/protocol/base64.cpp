@@ -1,4 +1,4 @@
-#include "sgdc/conformance/protocol/base64.hpp"
+#include "protocol/base64.hpp"
 
 #include "sgdc/conformance/protocol/array_encoding.hpp"
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 constexpr std::string_view alphabet =
@@ -119,4 +119,4 @@ std::vector<float> decode_floats(std::string_view text) {
   return floats_from_bytes(base64_decode(text));
 }
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

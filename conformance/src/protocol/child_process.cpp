@@ -1,4 +1,4 @@
-#include "sgdc/conformance/protocol/child_process.hpp"
+#include "protocol/child_process.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 using Clock = ChildProcess::Clock;
@@ -90,14 +90,14 @@ ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
 
 // How `pid` ended, if it has, leaving it unreaped (WNOWAIT) so that its pid, which
 // also names its process group, stays reserved until stop() has signalled the group.
-std::optional<ExitStatus> peek_exit(pid_t pid) {
+std::optional<ChildExit> peek_exit(pid_t pid) {
   siginfo_t info{};
   info.si_pid = 0;
   while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) < 0) {
-    if (errno != EINTR) return ExitStatus{};  // ECHILD: reaped elsewhere (SIGCHLD ignored)
+    if (errno != EINTR) return ChildExit{};  // ECHILD: reaped elsewhere (SIGCHLD ignored)
   }
   if (info.si_pid == 0) return std::nullopt;
-  ExitStatus s;
+  ChildExit s;
   if (info.si_code == CLD_EXITED) {
     s.code = info.si_status;
   } else {
@@ -419,12 +419,12 @@ std::string ChildProcess::stderr_tail() {
   return err_ring_;
 }
 
-std::optional<ExitStatus> ChildProcess::exit_status() {
+std::optional<ChildExit> ChildProcess::exit_status() {
   if (!status_ && pid_ > 0 && !reaped_) status_ = peek_exit(pid_);
   return status_;
 }
 
-std::optional<ExitStatus> ChildProcess::wait_for_exit(Clock::time_point deadline) {
+std::optional<ChildExit> ChildProcess::wait_for_exit(Clock::time_point deadline) {
   for (;;) {
     if (auto s = exit_status()) return s;
     if (pid_ <= 0 || reaped_) return std::nullopt;
@@ -439,10 +439,10 @@ std::optional<ExitStatus> ChildProcess::wait_for_exit(Clock::time_point deadline
   }
 }
 
-ExitStatus ChildProcess::stop() { return stop(options_.stop_grace); }
+ChildExit ChildProcess::stop() { return stop(options_.stop_grace); }
 
-ExitStatus ChildProcess::stop(Seconds grace) {
-  if (pid_ <= 0 || reaped_) return status_.value_or(ExitStatus{});
+ChildExit ChildProcess::stop(Seconds grace) {
+  if (pid_ <= 0 || reaped_) return status_.value_or(ChildExit{});
   const auto signal_group = [this](int sig) {
     if (::kill(-pid_, sig) < 0 && errno == ESRCH) ::kill(pid_, sig);
   };
@@ -488,7 +488,7 @@ ExitStatus ChildProcess::stop(Seconds grace) {
     }
   } else {
     // Unkillable (stuck in the kernel): give up rather than hang; it stays a zombie.
-    status = ExitStatus{};
+    status = ChildExit{};
   }
   status_ = status;
   reaped_ = true;
@@ -503,4 +503,4 @@ void ChildProcess::close_fds() {
   close_fd(stderr_fd_);
 }
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

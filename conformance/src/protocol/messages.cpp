@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "sgdc/conformance/protocol/base64.hpp"
+#include "protocol/base64.hpp"
 #include "sgdc/reference/error_model.hpp"
 #include "text.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 // ordered_json keeps the spec's field order, which makes messages easy to read and
@@ -152,14 +152,14 @@ const json& required(const json& j, const char* key, const char* capability) {
   return *it;
 }
 
-std::vector<ShardPart> shards(const json& v) {
+std::vector<reference::ShardPart> shards(const json& v) {
   if (!v.is_array()) bad(fmt::format("shards is not a list: {}", show(v)));
-  std::vector<ShardPart> out;
+  std::vector<reference::ShardPart> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& s = v[i];
     if (!s.is_object()) bad(fmt::format("shards[{}] is not an object: {}", i, show(s)));
-    ShardPart part;
+    reference::ShardPart part;
     for (const char* key : {"kernel", "bias"}) {
       const auto it = s.find(key);
       if (it == s.end()) bad(fmt::format("shards[{}] has no {}", i, key));
@@ -171,6 +171,46 @@ std::vector<ShardPart> shards(const json& v) {
     }
     out.push_back(part);
   }
+  return out;
+}
+
+// The optional field `key`, a positive integer (1 when absent), capped at 2^20.
+int positive_count(const json& j, const char* key) {
+  const auto m = j.find(key);
+  if (m == j.end()) return 1;
+  const auto value = as_int64(*m);
+  if (!value || *value < 1) bad(fmt::format("{} is not a positive integer: {}", key, show(*m)));
+  return static_cast<int>(std::min<std::int64_t>(*value, 1 << 20));
+}
+
+// The hello reply's "counter": {"dtype": ..., "at_end": "wrap" | "saturate"}.
+reference::Counter counter(const json& v) {
+  if (!v.is_object())
+    bad(fmt::format("counter is not an object {{\"dtype\":..,\"at_end\":..}}: {}", show(v)));
+  reference::Counter out;
+  const auto dtype = v.find("dtype");
+  const auto type = dtype != v.end() && dtype->is_string()
+                        ? reference::parse_counter_type(dtype->get_ref<const std::string&>())
+                        : std::nullopt;
+  if (!type)
+    bad(
+        fmt::format("counter.dtype is {}, expected \"int32\", \"uint32\", \"int64\", "
+                    "\"float32\" or \"float64\"",
+                    dtype == v.end() ? std::string("missing") : show(*dtype)));
+  out.type = *type;
+  const auto end = v.find("at_end");
+  const auto at_end = end != v.end() && end->is_string()
+                          ? reference::parse_counter_end(end->get_ref<const std::string&>())
+                          : std::nullopt;
+  if (!at_end || *at_end == reference::CounterEnd::untested)
+    bad(fmt::format("counter.at_end is {}, expected \"wrap\" or \"saturate\"",
+                    end == v.end() ? std::string("missing") : show(*end)));
+  if ((out.type == reference::CounterType::float32 ||
+       out.type == reference::CounterType::float64) &&
+      *at_end == reference::CounterEnd::wrap)
+    bad(fmt::format("counter.at_end is \"wrap\" for a {} counter, which can only saturate",
+                    to_string(out.type)));
+  out.at_end = *at_end;
   return out;
 }
 
@@ -189,28 +229,30 @@ std::string encode_hello(bool offer_binary) {
   return j.dump();
 }
 
-Frame encode_step(std::int64_t id, const Case& c, ArrayEncoding arrays) {
+Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding arrays,
+                  std::optional<BatchPosition> batch) {
   ArrayWriter write(arrays);
   ojson j = {
       {"op", "step"},   {"id", id}, {"n", c.n},
       {"d", c.d},       {"k", c.k}, {"num_shards", c.num_shards},
       {"step", c.step},
   };
+  if (batch) {
+    j["batch_index"] = batch->index;
+    j["batch_size"] = batch->size;
+  }
   j["lr"] = write(std::span<const float>(&c.lr, 1));
-  j["kernel"] = write(c.kernel);
-  j["bias"] = write(c.bias);
-  j["x"] = write(c.x);
-  j["y"] = write(c.y);
+  for (const reference::InputArray& in : reference::input_arrays) j[in.name] = write(c.*in.member);
   return std::move(write).frame(std::move(j));
 }
 
-std::string encode_step(std::int64_t id, const Case& c) {
+std::string encode_step(std::int64_t id, const reference::Case& c) {
   return encode_step(id, c, ArrayEncoding::base64).line;
 }
 
 std::string encode_bye() { return ojson{{"op", "bye"}}.dump(); }
 
-Declaration decode_hello(std::string_view line) {
+properties::Declaration decode_hello(std::string_view line) {
   return decode_hello_reply(line, false).declaration;
 }
 
@@ -229,7 +271,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
                     protocol_version));
   }
 
-  Declaration d;
+  properties::Declaration d;
   d.name = string_field(j, "name", "hello reply");
   d.version = string_field(j, "version", "hello reply");
 
@@ -251,9 +293,9 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
     if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", show(*s)));
     const auto& text = s->get_ref<const std::string&>();
     if (text == "ieee") {
-      d.arithmetic.subnormals = Subnormals::ieee;
+      d.arithmetic.subnormals = reference::Subnormals::ieee;
     } else if (text == "ftz") {
-      d.arithmetic.subnormals = Subnormals::flush_to_zero;
+      d.arithmetic.subnormals = reference::Subnormals::flush_to_zero;
     } else {
       bad(fmt::format("subnormals is {}, expected \"ieee\" or \"ftz\"", show(*s)));
     }
@@ -284,14 +326,21 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"", show(*a)));
     }
   }
-  int max_in_flight = 1;
-  if (const auto m = j.find("max_in_flight"); m != j.end()) {
-    const auto value = as_int64(*m);
-    if (!value || *value < 1)
-      bad(fmt::format("max_in_flight is not a positive integer: {}", show(*m)));
-    max_in_flight = static_cast<int>(std::min<std::int64_t>(*value, 1 << 20));
+  if (const auto p = j.find("placement"); p != j.end()) {
+    const auto rule =
+        p->is_string()
+            ? properties::sharding::parse_placement_rule(p->get_ref<const std::string&>())
+            : std::nullopt;
+    if (!rule)
+      bad(
+          fmt::format("placement is {}, expected \"flat\", \"output_chunks\" or "
+                      "\"input_chunks\"",
+                      show(*p)));
+    d.capabilities.placement = *rule;
   }
-  return Hello{std::move(d), arrays, max_in_flight};
+  if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
+  return Hello{std::move(d), arrays, positive_count(j, "max_in_flight"),
+               positive_count(j, "max_batch")};
 }
 
 std::size_t payload_size(std::string_view line, std::size_t limit) {
@@ -308,8 +357,10 @@ std::size_t payload_size(std::string_view line, std::size_t limit) {
 
 namespace {
 
-StepOutcome decode_frame(std::string_view line, std::string_view payload, std::int64_t id,
-                         const Case& c, const Capabilities& promised, ArrayEncoding arrays) {
+properties::StepOutcome decode_frame(std::string_view line, std::string_view payload,
+                                     std::int64_t id, const reference::Case& c,
+                                     const properties::Capabilities& promised,
+                                     ArrayEncoding arrays) {
   const ArrayReader floats(arrays, payload);
   const json j = parse_object(line, "answer");
 
@@ -341,19 +392,16 @@ StepOutcome decode_frame(std::string_view line, std::string_view payload, std::i
     std::string message = m->get<std::string>();
     // A rejection is told apart from a result by its non-empty text.
     if (message.empty()) message = "(adapter rejected the case without a message)";
-    return StepOutcome{.result = std::nullopt, .rejection = std::move(message)};
+    return properties::StepOutcome{.result = std::nullopt, .rejection = std::move(message)};
   }
 
-  const std::int64_t dk = static_cast<std::int64_t>(c.d) * c.k;
-  StepResult r;
-  r.loss = floats(j, "loss", 1)[0];
-  r.kernel = floats(j, "kernel", dk);
-  r.bias = floats(j, "bias", c.k);
-  if (promised.grads) {
-    required(j, "grad_kernel", "grads");
-    required(j, "grad_bias", "grads");
-    r.grad_kernel = floats(j, "grad_kernel", dk);
-    r.grad_bias = floats(j, "grad_bias", c.k);
+  reference::StepResult r;
+  for (const reference::OutputInfo& out : reference::output_table) {
+    if (out.gradient && !promised.grads) continue;  // not promised: ignored, like any field
+    if (out.gradient) required(j, out.name, "grads");
+    const auto count =
+        static_cast<std::int64_t>(reference::element_count(out.extent, c.n, c.d, c.k));
+    r[out.output] = floats(j, out.name, count);
   }
   if (promised.step_counter) {
     const json& s = required(j, "step", "step_counter");
@@ -364,22 +412,25 @@ StepOutcome decode_frame(std::string_view line, std::string_view payload, std::i
   if (promised.shard_layout) {
     r.shards = shards(required(j, "shards", "shard_layout"));
   }
-  return StepOutcome{.result = std::move(r), .rejection = {}};
+  return properties::StepOutcome{.result = std::move(r), .rejection = {}};
 }
 
 }  // namespace
 
-StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
-                          const Capabilities& promised) {
+properties::StepOutcome decode_answer(std::string_view line, std::int64_t id,
+                                      const reference::Case& c,
+                                      const properties::Capabilities& promised) {
   return decode_frame(line, {}, id, c, promised, ArrayEncoding::base64);
 }
 
-StepOutcome decode_answer(const Frame& answer, std::int64_t id, const Case& c,
-                          const Capabilities& promised, ArrayEncoding arrays) {
+properties::StepOutcome decode_answer(const Frame& answer, std::int64_t id,
+                                      const reference::Case& c,
+                                      const properties::Capabilities& promised,
+                                      ArrayEncoding arrays) {
   return decode_frame(answer.line, answer.payload, id, c, promised, arrays);
 }
 
-std::string encode_hello_reply(const Declaration& d) {
+std::string encode_hello_reply(const properties::Declaration& d) {
   ojson caps = ojson::array();
   if (d.capabilities.grads) caps.push_back("grads");
   if (d.capabilities.step_counter) caps.push_back("step_counter");
@@ -395,27 +446,28 @@ std::string encode_hello_reply(const Declaration& d) {
       {"sharded", d.capabilities.sharded},
   };
   if (d.capabilities.max_shards > 0) j["max_shards"] = d.capabilities.max_shards;
+  if (d.capabilities.shard_layout) j["placement"] = to_string(d.capabilities.placement);
+  if (d.counter.at_end != reference::CounterEnd::untested)
+    j["counter"] = {{"dtype", to_string(d.counter.type)}, {"at_end", to_string(d.counter.at_end)}};
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 
-Frame encode_result(std::int64_t id, const StepResult& r, ArrayEncoding arrays) {
+Frame encode_result(std::int64_t id, const reference::StepResult& r, ArrayEncoding arrays) {
   ArrayWriter write(arrays);
   ojson j = {{"op", "result"}, {"id", id}};
-  j["loss"] = write(std::span<const float>(&r.loss, 1));
-  j["kernel"] = write(r.kernel);
-  j["bias"] = write(r.bias);
+  for (const reference::OutputInfo& out : reference::output_table)
+    if (!r[out.output].empty()) j[out.name] = write(r[out.output]);
   if (r.step) j["step"] = *r.step;
-  if (r.grad_kernel) j["grad_kernel"] = write(*r.grad_kernel);
-  if (r.grad_bias) j["grad_bias"] = write(*r.grad_bias);
   if (r.shards) {
     ojson list = ojson::array();
-    for (const ShardPart& s : *r.shards) list.push_back({{"kernel", s.kernel}, {"bias", s.bias}});
+    for (const reference::ShardPart& s : *r.shards)
+      list.push_back({{"kernel", s.kernel}, {"bias", s.bias}});
     j["shards"] = std::move(list);
   }
   return std::move(write).frame(std::move(j));
 }
 
-std::string encode_result(std::int64_t id, const StepResult& r) {
+std::string encode_result(std::int64_t id, const reference::StepResult& r) {
   return encode_result(id, r, ArrayEncoding::base64).line;
 }
 
@@ -424,4 +476,4 @@ std::string encode_error(std::int64_t id, std::string_view message) {
       -1, ' ', false, ojson::error_handler_t::replace);
 }
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace sgdc::protocol::detail {
+namespace sgdc::conformance::protocol::detail {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one.
@@ -71,4 +71,4 @@ std::string printable(std::string_view text, std::size_t max_bytes, bool keep_ta
   return out;
 }
 
-}  // namespace sgdc::protocol::detail
+}  // namespace sgdc::conformance::protocol::detail

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace sgdc::protocol::detail {
+namespace sgdc::conformance::protocol::detail {
 
 // `text` as valid UTF-8 with control characters other than '\n' and '\t' escaped
 // (\xNN) and invalid bytes replaced by U+FFFD, so fault messages stay printable and
@@ -13,4 +13,4 @@ namespace sgdc::protocol::detail {
 // (or with `keep_tail`, the last) `max_bytes` and says how much was left out.
 std::string printable(std::string_view text, std::size_t max_bytes, bool keep_tail = false);
 
-}  // namespace sgdc::protocol::detail
+}  // namespace sgdc::conformance::protocol::detail

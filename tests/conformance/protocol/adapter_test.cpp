@@ -6,21 +6,23 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "process_helpers.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 using namespace testing;
 
 // d = k = 2, so that array-length faults cannot pass by accident.
-Case two_by_two() {
-  Case c;
+reference::Case two_by_two() {
+  reference::Case c;
   c.n = 1;
   c.d = 2;
   c.k = 2;
@@ -58,7 +60,7 @@ std::string expect_fault(const std::function<void()>& run,
 }
 
 // A mid-run fault: an ImplementationFault that is fatal and not a start failure.
-std::string expect_case_fault(ProtocolAdapter& adapter, const Case& c,
+std::string expect_case_fault(ProtocolAdapter& adapter, const reference::Case& c,
                               const std::vector<std::string>& needles) {
   std::string what;
   try {
@@ -66,8 +68,7 @@ std::string expect_case_fault(ProtocolAdapter& adapter, const Case& c,
     ADD_FAILURE() << "no fault";
   } catch (const AdapterStartFailure& e) {
     ADD_FAILURE() << "mid-run fault reported as a start failure: " << e.what();
-  } catch (const ImplementationFault& e) {
-    EXPECT_TRUE(e.fatal());
+  } catch (const properties::ImplementationFault& e) {
     what = e.what();
     for (const auto& needle : needles) {
       EXPECT_NE(what.find(needle), std::string::npos) << "missing '" << needle << "' in: " << what;
@@ -76,21 +77,24 @@ std::string expect_case_fault(ProtocolAdapter& adapter, const Case& c,
   EXPECT_TRUE(adapter.broken());
   // Every later case fails at once.
   const auto start = Clock::now();
-  expect_fault<ImplementationFault>([&] { adapter.step(c); }, {"not run", "earlier fault"});
+  expect_fault<properties::ImplementationFault>([&] { adapter.step(c); },
+                                                {"not run", "earlier fault"});
   EXPECT_LT(seconds_since(start), 0.5);
   return what;
 }
 
 std::unique_ptr<ProtocolAdapter> start(const std::string& mode, double case_timeout = 10,
                                        double handshake_timeout = 10) {
-  return std::make_unique<ProtocolAdapter>(fake_command(mode), case_timeout, handshake_timeout);
+  return std::make_unique<ProtocolAdapter>(
+      fake_command(mode),
+      AdapterOptions{.case_timeout_s = case_timeout, .handshake_timeout_s = handshake_timeout});
 }
 
 // --- the well-behaved fake ---
 
 TEST(ProtocolAdapter, WorkedExampleRoundTrips) {
   auto adapter = start("good");
-  const Declaration& d = adapter->declaration();
+  const properties::Declaration& d = adapter->declaration();
   EXPECT_EQ(d.name, "fake-good");
   EXPECT_EQ(d.version, "0.1");
   EXPECT_TRUE(d.capabilities.grads);
@@ -98,13 +102,13 @@ TEST(ProtocolAdapter, WorkedExampleRoundTrips) {
   EXPECT_TRUE(d.capabilities.shard_layout);
   EXPECT_FALSE(d.capabilities.sharded);
   EXPECT_EQ(d.arithmetic.u, 0x1p-24);
-  EXPECT_EQ(d.arithmetic.subnormals, Subnormals::ieee);
+  EXPECT_EQ(d.arithmetic.subnormals, reference::Subnormals::ieee);
 
-  const StepOutcome out = adapter->step(worked_example());
+  const properties::StepOutcome out = adapter->step(reference::worked_example());
   EXPECT_EQ(adapter->last_id(), 1);
   ASSERT_TRUE(out.result.has_value()) << out.rejection;
-  const StepResult& r = *out.result;
-  EXPECT_EQ(r.loss, 2.5f);
+  const reference::StepResult& r = *out.result;
+  EXPECT_EQ(r.loss, std::vector<float>{2.5f});
   EXPECT_EQ(r.kernel, std::vector<float>{0.5f});
   ASSERT_EQ(r.bias.size(), 1u);
   EXPECT_EQ(bits(r.bias[0]), bits(-0.3f));
@@ -117,26 +121,27 @@ TEST(ProtocolAdapter, WorkedExampleRoundTrips) {
   EXPECT_EQ(r.shards->at(0).bias, 1);
 
   // Later cases get increasing ids and are answered in turn.
-  const StepOutcome second = adapter->step(two_by_two());
+  const properties::StepOutcome second = adapter->step(two_by_two());
   EXPECT_EQ(adapter->last_id(), 2);
   ASSERT_TRUE(second.result.has_value());
   EXPECT_EQ(second.result->kernel.size(), 4u);
   EXPECT_EQ(second.result->step, 42);
   EXPECT_EQ(second.result->shards->size(), 2u);
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter->step(reference::worked_example()).result->loss[0], 2.5f);
 
-  const ExitStatus s = adapter->close();
+  const ChildExit s = adapter->close();
   EXPECT_TRUE(s.success()) << s.describe();
-  expect_fault<ImplementationFault>([&] { adapter->step(worked_example()); }, {"closed"});
+  expect_fault<properties::ImplementationFault>([&] { adapter->step(reference::worked_example()); },
+                                                {"closed"});
 }
 
 TEST(ProtocolAdapter, MinimalAdapterHasNoOptionalOutputs) {
   auto adapter = start("minimal");
   EXPECT_FALSE(adapter->declaration().capabilities.grads);
   EXPECT_FALSE(adapter->declaration().capabilities.sharded);
-  const StepOutcome out = adapter->step(worked_example());
+  const properties::StepOutcome out = adapter->step(reference::worked_example());
   ASSERT_TRUE(out.result.has_value());
-  EXPECT_FALSE(out.result->grad_kernel.has_value());
+  EXPECT_TRUE(out.result->grad_kernel.empty());
   EXPECT_FALSE(out.result->step.has_value());
   EXPECT_FALSE(out.result->shards.has_value());
 }
@@ -144,7 +149,7 @@ TEST(ProtocolAdapter, MinimalAdapterHasNoOptionalOutputs) {
 TEST(ProtocolAdapter, RejectionIsAnAnswerNotAFault) {
   auto adapter = start("reject");
   for (int i = 0; i < 2; ++i) {
-    const StepOutcome out = adapter->step(worked_example());
+    const properties::StepOutcome out = adapter->step(reference::worked_example());
     EXPECT_FALSE(out.result.has_value());
     EXPECT_EQ(out.rejection, "fake: rejecting every case");
   }
@@ -154,7 +159,7 @@ TEST(ProtocolAdapter, RejectionIsAnAnswerNotAFault) {
 
 // Far more than a pipe buffer each way, so writes and reads must wait for room.
 void expect_large_case_round_trips(const std::string& mode) {
-  Case c;
+  reference::Case c;
   c.n = 1000;
   c.d = 64;
   c.k = 2;
@@ -164,9 +169,9 @@ void expect_large_case_round_trips(const std::string& mode) {
   c.y.assign(static_cast<std::size_t>(c.n * c.k), 1.0f);
   c.lr = 0.5f;
   auto adapter = start(mode, 60);
-  const StepOutcome out = adapter->step(c);
+  const properties::StepOutcome out = adapter->step(c);
   ASSERT_TRUE(out.result.has_value());
-  EXPECT_EQ(out.result->loss, 1.0f);
+  EXPECT_EQ(out.result->loss[0], 1.0f);
   // r = -1 everywhere, so gW = 2/(n*k) * n * (-1) = -1 and W' = 0 - 0.5 * (-1).
   EXPECT_EQ(out.result->kernel, std::vector<float>(128, 0.5f));
 }
@@ -175,16 +180,21 @@ TEST(ProtocolAdapter, LargeCaseRoundTrips) { expect_large_case_round_trips("good
 
 TEST(ProtocolAdapter, ChattyStderrDoesNotBlockAndKeepsTheTail) {
   auto adapter = start("stderr_chatter", 30);
-  for (int i = 0; i < 2; ++i) ASSERT_TRUE(adapter->step(worked_example()).result.has_value());
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(adapter->step(reference::worked_example()).result.has_value());
   const std::string tail = adapter->stderr_tail();
   EXPECT_LE(tail.size(), 4096u);
   EXPECT_TRUE(tail.ends_with("chatter end of case 2\n")) << tail;
 }
 
 TEST(ProtocolAdapter, BadTimeoutsAreRejected) {
-  EXPECT_THROW(ProtocolAdapter(fake_command("good"), 0, 1), std::invalid_argument);
-  EXPECT_THROW(ProtocolAdapter(fake_command("good"), 1, -1), std::invalid_argument);
-  EXPECT_THROW(ProtocolAdapter(fake_command("good"), std::nan(""), 1), std::invalid_argument);
+  EXPECT_THROW(ProtocolAdapter(fake_command("good"), AdapterOptions{.case_timeout_s = 0}),
+               std::invalid_argument);
+  EXPECT_THROW(ProtocolAdapter(fake_command("good"), AdapterOptions{.handshake_timeout_s = -1}),
+               std::invalid_argument);
+  EXPECT_THROW(
+      ProtocolAdapter(fake_command("good"), AdapterOptions{.case_timeout_s = std::nan("")}),
+      std::invalid_argument);
 }
 
 // --- start failures ---
@@ -192,12 +202,16 @@ TEST(ProtocolAdapter, BadTimeoutsAreRejected) {
 TEST(ProtocolAdapter, MissingCommandIsAStartFailure) {
   const auto start_time = Clock::now();
   expect_fault<AdapterStartFailure>(
-      [] { ProtocolAdapter("/nonexistent/sgdc-no-such-adapter --flag", 5, 5); },
+      [] {
+        ProtocolAdapter("/nonexistent/sgdc-no-such-adapter --flag",
+                        AdapterOptions{.case_timeout_s = 5, .handshake_timeout_s = 5});
+      },
       {"handshake: adapter exited with status 127 (command not found)",
        "stderr:", "sgdc-no-such-adapter"});
   EXPECT_LT(seconds_since(start_time), 3.0);
   try {
-    ProtocolAdapter("/nonexistent/sgdc-no-such-adapter", 5, 5);
+    ProtocolAdapter("/nonexistent/sgdc-no-such-adapter",
+                    AdapterOptions{.case_timeout_s = 5, .handshake_timeout_s = 5});
   } catch (const AdapterStartFailure& e) {
     ASSERT_TRUE(e.exit_status().has_value());
     EXPECT_EQ(e.exit_status()->code, 127);
@@ -206,7 +220,8 @@ TEST(ProtocolAdapter, MissingCommandIsAStartFailure) {
 
 TEST(ProtocolAdapter, StartFailureKeepsTheLaunchersExitStatus) {
   try {
-    ProtocolAdapter("echo 'no venv' >&2; exit 77", 5, 5);
+    ProtocolAdapter("echo 'no venv' >&2; exit 77",
+                    AdapterOptions{.case_timeout_s = 5, .handshake_timeout_s = 5});
     FAIL() << "no exception";
   } catch (const AdapterStartFailure& e) {
     ASSERT_TRUE(e.exit_status().has_value()) << e.what();
@@ -248,28 +263,28 @@ TEST(ProtocolAdapter, SilentHandshakeIsAStartFailure) {
 
 TEST(ProtocolAdapter, CrashMidRun) {
   auto adapter = start("crash_after_2");
-  ASSERT_TRUE(adapter->step(worked_example()).result.has_value());
-  ASSERT_TRUE(adapter->step(worked_example()).result.has_value());
-  expect_case_fault(*adapter, worked_example(),
+  ASSERT_TRUE(adapter->step(reference::worked_example()).result.has_value());
+  ASSERT_TRUE(adapter->step(reference::worked_example()).result.has_value());
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 3: adapter exited with status 1", "(stderr: fake: crashing on case 3)"});
 }
 
 TEST(ProtocolAdapter, HangIsCutOffByTheCaseTimeout) {
   auto adapter = start("hang", 0.5);
   const auto start_time = Clock::now();
-  expect_case_fault(*adapter, worked_example(), {"case 1: no answer within 0.5 s"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: no answer within 0.5 s"});
   EXPECT_LT(seconds_since(start_time), 4.0);
 }
 
 TEST(ProtocolAdapter, HangIgnoringSigtermIsKilled) {
   SubreaperScope reaper;
   TempPath pid_file("adapter-pid");
-  auto adapter =
-      std::make_unique<ProtocolAdapter>(fake_command("hang_ignore_term", pid_file.str()), 0.5, 10);
+  auto adapter = std::make_unique<ProtocolAdapter>(fake_command("hang_ignore_term", pid_file.str()),
+                                                   AdapterOptions{.case_timeout_s = 0.5});
   const pid_t pid = read_pid_file(pid_file.str());
   ASSERT_GT(pid, 0);
   const auto start_time = Clock::now();
-  expect_case_fault(*adapter, worked_example(), {"case 1: no answer within 0.5 s"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: no answer within 0.5 s"});
   // 0.5 s timeout, then SIGTERM (ignored) and SIGKILL after the 1 s term grace.
   EXPECT_LT(seconds_since(start_time), 5.0);
   EXPECT_TRUE(wait_until_gone(pid));
@@ -278,10 +293,10 @@ TEST(ProtocolAdapter, HangIgnoringSigtermIsKilled) {
 TEST(ProtocolAdapter, HangWithGrandchildKillsTheWholeGroup) {
   SubreaperScope reaper;
   TempPath pid_file("grandchild-pid");
-  auto adapter =
-      std::make_unique<ProtocolAdapter>(fake_command("hang_grandchild", pid_file.str()), 2.0, 10);
+  auto adapter = std::make_unique<ProtocolAdapter>(fake_command("hang_grandchild", pid_file.str()),
+                                                   AdapterOptions{.case_timeout_s = 2.0});
   const auto start_time = Clock::now();
-  expect_case_fault(*adapter, worked_example(), {"case 1: no answer within 2 s"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: no answer within 2 s"});
   EXPECT_LT(seconds_since(start_time), 6.0);
   const pid_t grandchild = read_pid_file(pid_file.str(), 1000ms);
   ASSERT_GT(grandchild, 0) << "the fake did not write its grandchild's pid in time";
@@ -289,7 +304,7 @@ TEST(ProtocolAdapter, HangWithGrandchildKillsTheWholeGroup) {
 }
 
 TEST(ProtocolAdapter, AdapterThatStopsReadingIsCutOff) {
-  Case big;
+  reference::Case big;
   big.n = 100000;
   big.d = 10;
   big.k = 1;
@@ -305,13 +320,13 @@ TEST(ProtocolAdapter, AdapterThatStopsReadingIsCutOff) {
 
 TEST(ProtocolAdapter, NonProtocolLineOnStdout) {
   auto adapter = start("noise");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: answer is not JSON", "(line: 'loading weights...')"});
 }
 
 TEST(ProtocolAdapter, WrongId) {
   auto adapter = start("wrong_id");
-  expect_case_fault(*adapter, worked_example(), {"case 1: answer has id 2, expected 1"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: answer has id 2, expected 1"});
 }
 
 TEST(ProtocolAdapter, ShortArray) {
@@ -321,34 +336,35 @@ TEST(ProtocolAdapter, ShortArray) {
 
 TEST(ProtocolAdapter, UndecodableBase64) {
   auto adapter = start("bad_base64");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: kernel is not valid base64: invalid character '!' at offset 5"});
 }
 
 TEST(ProtocolAdapter, StepIsAString) {
   auto adapter = start("step_string");
-  expect_case_fault(*adapter, worked_example(), {"case 1: step is not an integer: \"1\""});
+  expect_case_fault(*adapter, reference::worked_example(),
+                    {"case 1: step is not an integer: \"1\""});
 }
 
 TEST(ProtocolAdapter, StepIsNaN) {
   auto adapter = start("step_nan");
-  expect_case_fault(*adapter, worked_example(), {"case 1: answer is not JSON", "NaN"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: answer is not JSON", "NaN"});
 }
 
 TEST(ProtocolAdapter, StepIsAFraction) {
   auto adapter = start("step_float");
-  expect_case_fault(*adapter, worked_example(), {"case 1: step is not an integer: 1.5"});
+  expect_case_fault(*adapter, reference::worked_example(), {"case 1: step is not an integer: 1.5"});
 }
 
 TEST(ProtocolAdapter, MissingPromisedCapabilityField) {
   auto adapter = start("missing_grad");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: answer lacks grad_bias, which capability \"grads\" promises"});
 }
 
 TEST(ProtocolAdapter, UnterminatedAnswer) {
   auto adapter = start("unterminated");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: adapter exited with status 1 after writing an unterminated line",
                      "{\"op\":\"result\",\"id\":"});
 }
@@ -358,21 +374,21 @@ TEST(ProtocolAdapter, UnterminatedAnswer) {
 TEST(ProtocolAdapter, PublishedAdapterDeclinesTheBinaryOffer) {
   auto adapter = start("good");
   EXPECT_EQ(adapter->array_encoding(), ArrayEncoding::base64);
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter->step(reference::worked_example()).result->loss[0], 2.5f);
 }
 
 TEST(ProtocolAdapter, BinaryArraysRoundTrip) {
   auto adapter = start("binary");
   EXPECT_EQ(adapter->array_encoding(), ArrayEncoding::binary);
-  const StepOutcome out = adapter->step(worked_example());
+  const properties::StepOutcome out = adapter->step(reference::worked_example());
   ASSERT_TRUE(out.result.has_value()) << out.rejection;
-  EXPECT_EQ(out.result->loss, 2.5f);
+  EXPECT_EQ(out.result->loss[0], 2.5f);
   EXPECT_EQ(out.result->kernel, std::vector<float>{0.5f});
   EXPECT_EQ(bits(out.result->bias.at(0)), bits(-0.3f));
   EXPECT_EQ(out.result->grad_kernel, std::vector<float>{5.0f});
   EXPECT_EQ(out.result->step, 1);
   // Each case's payload is read whole: the next one starts at the next line.
-  const StepOutcome second = adapter->step(two_by_two());
+  const properties::StepOutcome second = adapter->step(two_by_two());
   ASSERT_TRUE(second.result.has_value());
   EXPECT_EQ(second.result->kernel.size(), 4u);
   EXPECT_EQ(second.result->step, 42);
@@ -382,14 +398,17 @@ TEST(ProtocolAdapter, BinaryArraysRoundTrip) {
 TEST(ProtocolAdapter, BinaryLargeCaseRoundTrips) { expect_large_case_round_trips("binary"); }
 
 TEST(ProtocolAdapter, Base64OnlySuiteKeepsABinaryCapableAdapterOnBase64) {
-  ProtocolAdapter adapter(fake_command("binary"), 10, 10, {}, ArrayEncoding::base64);
+  ProtocolAdapter adapter(fake_command("binary"), AdapterOptions{.offer = ArrayEncoding::base64});
   EXPECT_EQ(adapter.array_encoding(), ArrayEncoding::base64);
-  EXPECT_EQ(adapter.step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter.step(reference::worked_example()).result->loss[0], 2.5f);
 }
 
 TEST(ProtocolAdapter, UnofferedBinaryIsAStartFailure) {
   expect_fault<AdapterStartFailure>(
-      [] { ProtocolAdapter(fake_command("binary_unoffered"), 10, 10, {}, ArrayEncoding::base64); },
+      [] {
+        ProtocolAdapter(fake_command("binary_unoffered"),
+                        AdapterOptions{.offer = ArrayEncoding::base64});
+      },
       {"handshake: adapter chose binary arrays, which the suite did not offer"});
 }
 
@@ -401,94 +420,120 @@ TEST(ProtocolAdapter, BinaryReferenceOutsideThePayload) {
 
 TEST(ProtocolAdapter, BinaryArraySentAsBase64String) {
   auto adapter = start("binary_string");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: kernel is not a binary array reference", "\"AAAAPw==\""});
 }
 
 TEST(ProtocolAdapter, PayloadCutShortByAnExit) {
   auto adapter = start("binary_cut");
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: adapter exited with status 1", "before the end of the answer's"});
 }
 
 TEST(ProtocolAdapter, PayloadThatNeverArrivesTimesOut) {
   auto adapter = start("binary_stall", 0.5);
   const auto start_time = Clock::now();
-  expect_case_fault(*adapter, worked_example(),
+  expect_case_fault(*adapter, reference::worked_example(),
                     {"case 1: the answer's", "-byte payload did not arrive within 0.5 s"});
   EXPECT_LT(seconds_since(start_time), 4.0);
 }
 
-// --- cases sent ahead (prefetch) ---
+// --- batches: cases sent ahead, and adapter batches ---
 
 // The worked example with another learning rate: a distinct case, with known answers.
-Case worked_with_lr(float lr) {
-  Case c = worked_example();
+reference::Case worked_with_lr(float lr) {
+  reference::Case c = reference::worked_example();
   c.lr = lr;
   return c;
 }
 
+const std::vector<reference::Case> three_cases = {reference::worked_example(), two_by_two(),
+                                                  worked_with_lr(0.5f)};
+
+// The answers to three_cases, in order.
+void expect_three_answers(const std::vector<properties::StepOutcome>& out) {
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].result->loss[0], 2.5f);
+  EXPECT_EQ(out[1].result->step, 42);
+  // lr 0.5: kernel 1 - 0.5 * 5 = -1.5, exactly.
+  EXPECT_EQ(out[2].result->kernel, std::vector<float>{-1.5f});
+}
+
 TEST(ProtocolAdapter, AdapterWithoutMaxInFlightGetsOneCaseAtATime) {
   auto adapter = start("good");
-  EXPECT_EQ(adapter->prefetch_window(), 1);
-  const std::vector<Case> plan = {worked_example(), two_by_two()};
-  adapter->prefetch(plan);
-  EXPECT_EQ(adapter->last_id(), 0) << "nothing may be sent ahead";
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
+  EXPECT_EQ(adapter->max_in_flight(), 1);
+  expect_three_answers(adapter->step_batch(three_cases));
+  EXPECT_EQ(adapter->last_id(), 3);
 }
 
 TEST(ProtocolAdapter, CasesSentAheadAreAnsweredInOrder) {
   auto adapter = start("pipelined");
-  EXPECT_EQ(adapter->prefetch_window(), ProtocolAdapter::default_window);
-  const std::vector<Case> plan = {worked_example(), two_by_two(), worked_with_lr(0.5f)};
-  adapter->prefetch(plan);
-  EXPECT_EQ(adapter->last_id(), 3);
-  adapter->prefetch(plan);  // the same plan again sends nothing more
-  EXPECT_EQ(adapter->last_id(), 3);
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
-  EXPECT_EQ(adapter->step(two_by_two()).result->kernel.size(), 4u);
-  // lr 0.5: kernel 1 - 0.5 * 5 = -1.5, exactly.
-  EXPECT_EQ(adapter->step(worked_with_lr(0.5f)).result->kernel, std::vector<float>{-1.5f});
-  EXPECT_EQ(adapter->last_id(), 3) << "a case sent ahead is not sent again";
+  EXPECT_EQ(adapter->max_in_flight(), 8);
+  expect_three_answers(adapter->step_batch(three_cases));
+  // The same case twice is computed twice, as determinism needs.
+  const std::vector<reference::Case> twice = {two_by_two(), two_by_two()};
+  const auto out = adapter->step_batch(twice);
+  EXPECT_EQ(out[0].result->kernel, out[1].result->kernel);
+  EXPECT_EQ(adapter->last_id(), 5);
   EXPECT_TRUE(adapter->close().success());
 }
 
-TEST(ProtocolAdapter, ACaseNotSentAheadIsAnsweredAfterThoseThatWere) {
-  auto adapter = start("pipelined");
-  const std::vector<Case> plan = {worked_example(), worked_with_lr(0.5f)};
-  adapter->prefetch(plan);
-  // Asked out of plan: answered (id 3) after ids 1 and 2, which are kept.
-  EXPECT_EQ(adapter->step(two_by_two()).result->step, 42);
-  EXPECT_EQ(adapter->last_id(), 3);
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
-  // The same case twice: the second is computed again (id 4), as determinism needs.
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
-  EXPECT_EQ(adapter->last_id(), 4);
-  // Skipping a case sent ahead drops its answer.
-  adapter->prefetch(std::vector<Case>{worked_with_lr(0.25f), worked_with_lr(0.125f)});
-  EXPECT_EQ(adapter->step(worked_with_lr(0.125f)).result->kernel, std::vector<float>{0.375f});
-  EXPECT_EQ(adapter->last_id(), 6);
-  EXPECT_EQ(adapter->step(worked_with_lr(0.25f)).result->kernel, std::vector<float>{-0.25f});
-  EXPECT_EQ(adapter->last_id(), 7);
-}
-
-TEST(ProtocolAdapter, FaultOnACaseSentAheadNamesIt) {
+TEST(ProtocolAdapter, FaultOnACaseSentAheadNamesItAndKeepsTheAnswersBefore) {
   auto adapter = start("pipelined_crash_after_1");
-  const std::vector<Case> plan = {worked_example(), two_by_two(), worked_with_lr(0.5f)};
-  adapter->prefetch(plan);
-  EXPECT_EQ(adapter->step(worked_example()).result->loss, 2.5f);
-  expect_case_fault(*adapter, two_by_two(),
-                    {"case 2: adapter exited with status 1", "fake: crashing on case 2"});
+  try {
+    adapter->step_batch(three_cases);
+    ADD_FAILURE() << "no fault";
+  } catch (const properties::ImplementationFault& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("case 2: adapter exited with status 1"), std::string::npos) << what;
+    EXPECT_NE(what.find("fake: crashing on case 2"), std::string::npos) << what;
+    EXPECT_EQ(e.position(), 1u);
+    ASSERT_EQ(e.completed().size(), 1u);
+    EXPECT_EQ(e.completed()[0].result->loss[0], 2.5f);
+  }
+  EXPECT_TRUE(adapter->broken());
 }
 
 TEST(ProtocolAdapter, CaseSentAheadStillTimesOut) {
   auto adapter = start("pipelined_hang", 0.5);
-  const std::vector<Case> plan = {worked_example(), two_by_two()};
-  adapter->prefetch(plan);
   const auto start_time = Clock::now();
-  expect_case_fault(*adapter, worked_example(), {"case 1: no answer within 0.5 s"});
+  expect_fault<properties::ImplementationFault>([&] { adapter->step_batch(three_cases); },
+                                                {"case 1: no answer within 0.5 s"});
   EXPECT_LT(seconds_since(start_time), 4.0);
 }
 
+TEST(ProtocolAdapter, BatchesAreSentWholeWithTheirPlace) {
+  TempPath log("batches");
+  ProtocolAdapter adapter(fake_command("batched", log.str()));
+  EXPECT_EQ(adapter.max_batch(), 4);
+  std::vector<reference::Case> six;
+  for (int i = 0; i < 6; ++i) six.push_back(worked_with_lr(0.5f));
+  six[1] = two_by_two();
+  const auto out = adapter.step_batch(six);
+  ASSERT_EQ(out.size(), 6u);
+  for (const auto& o : out) ASSERT_TRUE(o.result) << o.rejection;  // consistent batch fields
+  EXPECT_EQ(out[1].result->step, 42);
+  EXPECT_EQ(out[5].result->kernel, std::vector<float>{-1.5f});
+  // One case alone is a batch of one.
+  EXPECT_EQ(adapter.step(reference::worked_example()).result->loss[0], 2.5f);
+  EXPECT_TRUE(adapter.close().success());
+  std::ifstream in(log.str());
+  std::string sizes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(sizes, "4\n2\n1\n");
+}
+
+TEST(ProtocolAdapter, BatchedAdapterCrashInABatchNamesTheCase) {
+  auto adapter = start("batched_crash_after_2");
+  try {
+    adapter->step_batch(three_cases);
+    ADD_FAILURE() << "no fault";
+  } catch (const properties::ImplementationFault& e) {
+    EXPECT_NE(std::string(e.what()).find("case 3: adapter exited with status 1"), std::string::npos)
+        << e.what();
+    EXPECT_EQ(e.position(), 2u);
+    EXPECT_EQ(e.completed().size(), 2u);
+  }
+}
+
 }  // namespace
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -1,4 +1,4 @@
-#include "sgdc/conformance/protocol/base64.hpp"
+#include "protocol/base64.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 std::vector<std::uint32_t> bits(const std::vector<float>& v) {
@@ -129,4 +129,4 @@ TEST(Base64, RejectsPartialFloats) {
 }
 
 }  // namespace
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -1,4 +1,4 @@
-#include "sgdc/conformance/protocol/child_process.hpp"
+#include "protocol/child_process.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 
 #include "process_helpers.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 namespace {
 
 using namespace testing;
@@ -26,7 +26,7 @@ TEST(ChildProcess, EchoesLines) {
   line = child.read_line(in(5));
   EXPECT_EQ(line.text, "two");
   EXPECT_TRUE(child.running());
-  const ExitStatus s = child.stop();
+  const ChildExit s = child.stop();
   EXPECT_TRUE(s.success()) << s.describe();
   EXPECT_FALSE(child.running());
   EXPECT_TRUE(wait_until_gone(child.pid()));
@@ -157,7 +157,7 @@ TEST(ChildProcess, StopKillsTheWholeProcessGroup) {
   const pid_t grandchild = static_cast<pid_t>(std::stol(line.text));
   ASSERT_EQ(::kill(grandchild, 0), 0);
   const auto start = Clock::now();
-  const ExitStatus s = child.stop(ChildProcess::Seconds{0});
+  const ChildExit s = child.stop(ChildProcess::Seconds{0});
   EXPECT_LT(seconds_since(start), 3.0);
   EXPECT_EQ(s.signal, SIGTERM) << s.describe();
   EXPECT_TRUE(wait_until_gone(grandchild));
@@ -181,7 +181,7 @@ TEST(ChildProcess, StopEscalatesToSigkill) {
   ChildProcess child("trap '' TERM; echo ready; while :; do sleep 1; done", options);
   ASSERT_EQ(child.read_line(in(5)).text, "ready");
   const auto start = Clock::now();
-  const ExitStatus s = child.stop(ChildProcess::Seconds{0.1});
+  const ChildExit s = child.stop(ChildProcess::Seconds{0.1});
   EXPECT_EQ(s.signal, SIGKILL) << s.describe();
   EXPECT_LT(seconds_since(start), 3.0);
 }
@@ -216,4 +216,4 @@ TEST(ChildProcess, InheritedStderrIsNotCapturedTeedIs) {
 }
 
 }  // namespace
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-namespace sgdc::protocol::testing {
+namespace sgdc::conformance::protocol::testing {
 
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
@@ -85,4 +85,4 @@ class TempPath {
   std::string path_;
 };
 
-}  // namespace sgdc::protocol::testing
+}  // namespace sgdc::conformance::protocol::testing

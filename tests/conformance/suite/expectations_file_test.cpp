@@ -69,12 +69,12 @@ TEST(ExpectationsFile, XfailTurnsAMatchingFailureIntoAnExpectedOne) {
   const SuiteReport matched = run_suite(*impl, options);
   ASSERT_EQ(matched.properties.size(), 1u);
   EXPECT_EQ(matched.properties[0].verdict(), "xfail");
-  EXPECT_EQ(matched.verdict, Verdict::conformant);
+  EXPECT_EQ(matched.verdict, SuiteVerdict::conformant);
 
   // A pattern that does not match the failure's text leaves it a failure.
   options.expectations =
       read_expectations_file(write_temp("xfail accuracy:*grad_kernel[7]*  # unrelated\n"));
-  EXPECT_EQ(run_suite(*impl, options).verdict, Verdict::not_conformant);
+  EXPECT_EQ(run_suite(*impl, options).verdict, SuiteVerdict::not_conformant);
 }
 
 TEST(ExpectationsFile, SkipAndXpassAreReported) {
@@ -88,7 +88,7 @@ TEST(ExpectationsFile, SkipAndXpassAreReported) {
   EXPECT_EQ(r.properties[0].verdict(), "XPASS");
   EXPECT_EQ(r.properties[1].verdict(), "skip");
   EXPECT_EQ(r.properties[1].report.cases, 0);
-  EXPECT_EQ(r.verdict, Verdict::conformant);
+  EXPECT_EQ(r.verdict, SuiteVerdict::conformant);
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 // An adopter's own C++ step, tested in process through the installed package.
-#include <sgdc/conformance/run_command.hpp>
+#include <sgdc/conformance/run_main.hpp>
 
 namespace {
 
-class MyStep final : public sgdc::Implementation {
+class MyStep final : public sgdc::properties::Implementation {
  public:
-  const sgdc::Declaration& declaration() const override { return declaration_; }
+  const sgdc::properties::Declaration& declaration() const override { return declaration_; }
 
-  sgdc::StepOutcome step(const sgdc::Case& c) override {
+  sgdc::properties::StepOutcome step(const sgdc::reference::Case& c) override {
     const int n = c.n, d = c.d, k = c.k;
     std::vector<float> r(static_cast<std::size_t>(n) * k);
     for (int i = 0; i < n; ++i)
@@ -17,9 +17,10 @@ class MyStep final : public sgdc::Implementation {
         r[i * k + j] = s;
       }
     const float count = static_cast<float>(n * k);
-    sgdc::StepResult out;
-    for (float v : r) out.loss += v * v;
-    out.loss /= count;
+    sgdc::reference::StepResult out;
+    float loss = 0.0f;
+    for (float v : r) loss += v * v;
+    out.loss = {loss / count};
     out.kernel = c.kernel;
     out.bias = c.bias;
     for (int l = 0; l < d; ++l)
@@ -37,7 +38,7 @@ class MyStep final : public sgdc::Implementation {
   }
 
  private:
-  sgdc::Declaration declaration_{.name = "my-step", .version = "1.0"};
+  sgdc::properties::Declaration declaration_{.name = "my-step", .version = "1.0"};
 };
 
 }  // namespace

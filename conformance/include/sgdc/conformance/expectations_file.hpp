@@ -37,6 +37,6 @@ const ExpectedDeviation* find_skip(const std::vector<ExpectedDeviation>& list,
 
 /// The first `xfail` line matching this report's failure, if any.
 const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,
-                                    const PropertyReport& report);
+                                    const properties::PropertyReport& report);
 
 }  // namespace sgdc::conformance

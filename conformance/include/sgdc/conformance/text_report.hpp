@@ -16,9 +16,9 @@ void write_text_report(std::ostream& os, const SuiteReport& report,
                        const std::string& replay_prefix);
 
 /// "n=3 d=2 k=4 S=2" for a case.
-std::string shape_of(const Case& c);
+std::string shape_of(const reference::Case& c);
 
 /// A short description of a declaration: capabilities, unit roundoff, subnormals.
-std::string describe(const Declaration& d);
+std::string describe(const properties::Declaration& d);
 
 }  // namespace sgdc::conformance

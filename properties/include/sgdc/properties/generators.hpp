@@ -6,11 +6,17 @@
 
 #include <rapidcheck.h>
 
-#include <iosfwd>
-
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/counter.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
+
+/// Where generated cases may lie, whatever the property: what the implementation declares
+/// and the run asks for.
+struct CaseSpace {
+  int max_shards = 8;          ///< num_shards drawn from 1..max_shards (often not dividing n)
+  reference::Counter counter;  ///< `step` drawn over the counter's range (see draw_step)
+};
 
 /// How input values are distributed.
 enum class Spread {
@@ -32,23 +38,18 @@ struct CaseProfile {
   Spread spread = Spread::unit;
   LrRegime lr = LrRegime::mixed;
   int max_dim = 12;           ///< largest n, d, k at RapidCheck size 100
-  int max_shards = 8;         ///< num_shards drawn from 1..max_shards (often not dividing n)
   bool cancellation = false;  ///< targets y within a few ULPs of x W + b
   int min_dim = 1;            ///< smallest n, d, k
 };
 
-/// Cases drawn from `profile`, with the custom shrinking described above.
-rc::Gen<Case> cases(const CaseProfile& profile);
+/// Cases drawn from `profile` within `space`, with the custom shrinking described above.
+rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profile);
 
 /// The default mixture: every spread and lr regime, cancellation in one case of four.
-rc::Gen<Case> any_case(int max_dim = 12);
+rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim = 12);
 
 /// Small cases with special values injected: NaN, +-inf, -0, subnormals and values near
 /// float32's overflow threshold, at least one per case.
-rc::Gen<Case> special_cases();
+rc::Gen<reference::Case> special_cases(const CaseSpace& space);
 
-/// All inputs, exactly (9 significant digits and hexfloat): RapidCheck prints
-/// counterexamples with it.
-void showValue(const Case& c, std::ostream& os);
-
-}  // namespace sgdc
+}  // namespace sgdc::properties

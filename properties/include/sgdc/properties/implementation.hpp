@@ -3,16 +3,20 @@
 /// What the properties test: any implementation of the step, in process or behind an
 /// adapter, with what it declares about itself.
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/error_model.hpp"
 #include "sgdc/reference/step_result.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 
 /// Optional outputs and behaviours an implementation promises.
 struct Capabilities {
@@ -25,6 +29,8 @@ struct Capabilities {
   /// The most shards the implementation can run (e.g. its device count); 0: no limit.
   /// Properties that choose shard counts themselves stay within it.
   int max_shards = 0;
+  /// How the reported shard layout places the parameters (with `shard_layout`).
+  sharding::PlacementRule placement = sharding::PlacementRule::flat;
 };
 
 /// Who is under test and how it computes.
@@ -32,43 +38,48 @@ struct Declaration {
   std::string name;
   std::string version;
   Capabilities capabilities;
-  ErrorModel arithmetic;  ///< unit roundoff and subnormal policy the bounds assume
+  reference::ErrorModel arithmetic;  ///< unit roundoff and subnormal policy the bounds assume
+  reference::Counter counter;        ///< the step counter's type and end (with step_counter)
 };
 
 /// One step's outcome: a result, or the implementation's own rejection of the input
 /// (protocol `op:error`), which is an answer, not a fault.
 struct StepOutcome {
-  std::optional<StepResult> result;
+  std::optional<reference::StepResult> result;
   std::string rejection;
 };
 
-/// The implementation broke: crashed, hung, or answered outside the protocol. The
-/// message names what went wrong; `fatal` is true when no further case can be run.
+/// The implementation broke: crashed, hung, or answered outside the protocol. No further
+/// case can be run. The message names what went wrong; `position`, when known, is the
+/// index in the batch of the case it broke on, and `completed` the outcomes of the cases
+/// before it, which were answered.
 class ImplementationFault : public std::runtime_error {
  public:
-  explicit ImplementationFault(const std::string& what, bool fatal = true)
-      : std::runtime_error(what), fatal_(fatal) {}
-  bool fatal() const { return fatal_; }
+  explicit ImplementationFault(const std::string& what,
+                               std::optional<std::size_t> position = std::nullopt,
+                               std::vector<StepOutcome> completed = {})
+      : std::runtime_error(what), position_(position), completed_(std::move(completed)) {}
+  std::optional<std::size_t> position() const { return position_; }
+  const std::vector<StepOutcome>& completed() const { return completed_; }
 
  private:
-  bool fatal_;
+  std::optional<std::size_t> position_;
+  std::vector<StepOutcome> completed_;
 };
 
-/// An implementation of the step. `step` may be called many times, with any case.
+/// An implementation of the step. The suite hands it cases to step, in batches; it may be
+/// asked for any case, any number of times.
 class Implementation {
  public:
   virtual ~Implementation() = default;
   virtual const Declaration& declaration() const = 0;
   /// Runs one step. Throws ImplementationFault when the implementation breaks.
-  virtual StepOutcome step(const Case& c) = 0;
-  /// A hint: the cases that will probably be stepped next, in order, the next step()'s
-  /// first. An implementation may start them early (an adapter in another process then
-  /// works while the suite checks); step() of an equal case then returns that answer,
-  /// and a step() of any other case must still be answered as if no hint had come.
-  /// Ignored by default. Never throws.
-  virtual void prefetch(std::span<const Case> upcoming) noexcept { (void)upcoming; }
-  /// How many upcoming cases prefetch() can use; 0 (the default): don't hint.
-  virtual int prefetch_window() const noexcept { return 0; }
+  virtual StepOutcome step(const reference::Case& c) = 0;
+  /// Runs every case of `cases`, in order, and returns their outcomes in the same order.
+  /// The default steps them one by one; an implementation that gains from seeing many
+  /// cases at once (an adapter in another process, a compiled framework) overrides it.
+  /// Throws ImplementationFault as step() does.
+  virtual std::vector<StepOutcome> step_batch(std::span<const reference::Case> cases);
 };
 
-}  // namespace sgdc
+}  // namespace sgdc::properties

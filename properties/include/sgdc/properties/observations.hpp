@@ -2,24 +2,25 @@
 /// \file
 /// Running worst-case statistics of one property over many cases.
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "sgdc/reference/check.hpp"
-#include "sgdc/reference/oracle.hpp"
+#include "sgdc/reference/outputs.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 
 /// Worst error/bound and worst ULP distance seen per output.
 struct Observations {
   struct Worst {
-    double ratio = 0.0;
-    std::uint64_t ulps = 0;
+    double ratio = 0.0;  ///< error / bound, over finite values
+    /// ULPs from the correctly rounded value, over the elements where that distance means
+    /// something (ElementCheck::ulps); empty when there was none.
+    std::optional<std::uint64_t> ulps;
     bool seen = false;
   };
-  std::array<Worst, 5> per_output{};
+  reference::PerOutput<Worst> per_output{};
   /// Parameter values each shard stored, as an implementation reported them.
   struct ShardStorage {
     int d = 0, k = 0, shards = 0;
@@ -28,10 +29,12 @@ struct Observations {
   /// The layout of the last case that reported one (protocol `shards`), if any.
   std::optional<ShardStorage> shard_storage;
 
-  void record(Output o, const ElementCheck& c);
-  const Worst& of(Output o) const { return per_output[static_cast<int>(o)]; }
+  void record(reference::Output o, const reference::ElementCheck& c);
+  /// Adds what `later` saw (its shard storage, if any, replaces this one's).
+  void merge(const Observations& later);
+  const Worst& of(reference::Output o) const { return per_output[o]; }
   /// Worst over all outputs.
   Worst overall() const;
 };
 
-}  // namespace sgdc
+}  // namespace sgdc::properties

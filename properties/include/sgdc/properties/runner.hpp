@@ -2,7 +2,7 @@
 /// \file
 /// Runs a property over many generated cases, shrinks the first failure to a minimal
 /// counterexample, and reports worst-case statistics. Case i of a run depends only on
-/// the seed and i, so `--seed S --case I` replays it.
+/// the seed and i (and the options that shape the cases), so `--seed S --case I` replays it.
 
 #include <cstdint>
 #include <functional>
@@ -11,25 +11,25 @@
 
 #include "sgdc/properties/property.hpp"
 
-namespace sgdc {
+namespace sgdc::properties {
 
 /// How to run a property.
 struct RunOptions {
   int cases = 100;  ///< passing cases wanted
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 1;
   std::optional<int> only_case;  ///< replay just this case index
   /// Every drawn case (and every shrink of it) gets this num_shards.
   std::optional<int> num_shards;
   int shrink_budget = 2000;  ///< most property evaluations spent shrinking
-  /// Called after each case with the number of cases run so far.
-  std::function<void(int)> progress;
+  /// Drawn cases evaluated together: each round of their steps goes to one step_batch call.
+  int batch = 8;
 };
 
 /// A failure, before and after shrinking.
 struct Counterexample {
   int case_index = 0;  ///< replay with RunOptions::only_case
-  Case original;
-  Case shrunk;
+  reference::Case original;
+  reference::Case shrunk;
   std::string message;  ///< the property's verdict on the shrunk case
   int shrink_steps = 0;
   /// The implementation broke while shrinking: `shrunk` is the smallest failure before.
@@ -45,18 +45,25 @@ struct PropertyReport {
   bool passed = true;
   Observations observations;
   std::optional<Counterexample> counterexample;
-  std::optional<std::string> fault;  ///< the implementation broke: what happened
-  bool fatal_fault = false;          ///< no further property can run
-  bool not_run = false;              ///< skipped: the implementation broke before it
+  std::optional<std::string>
+      fault;             ///< the implementation broke, or no case was usable: what happened
+  bool broke = false;    ///< the implementation broke: no further case can run
+  bool not_run = false;  ///< skipped: the implementation broke before it
   double seconds = 0.0;
 };
 
-/// Runs `property` against `impl`.
+/// The space cases are drawn from for `declaration` under `options`.
+CaseSpace case_space(const Declaration& declaration, const RunOptions& options);
+
+/// Runs `property` against `impl`. `progress`, when given, is called with the number of
+/// cases judged so far.
 PropertyReport run_property(const Property& property, Implementation& impl,
-                            const RunOptions& options);
+                            const RunOptions& options,
+                            const std::function<void(int)>& progress = {});
 
-/// The case a run with `seed` draws as number `index` for `property` (size grows with
+/// The case a run draws as number `index` for `property` within `space` (size grows with
 /// the index: 0 for the first case, 100 from the hundredth on).
-rc::Shrinkable<Case> draw(const Property& property, std::uint64_t seed, int index);
+rc::Shrinkable<reference::Case> draw(const Property& property, const CaseSpace& space,
+                                     std::uint64_t seed, int index);
 
-}  // namespace sgdc
+}  // namespace sgdc::properties

@@ -1,11 +1,15 @@
 #pragma once
 /// \file
-/// The inputs of one SGD step, exactly as `shared/spec/step.md` defines them.
+/// The inputs of one SGD step, as `docs/spec/step.md` defines them.
 
+#include <array>
 #include <cstdint>
+#include <iosfwd>
 #include <vector>
 
-namespace sgdc {
+#include "sgdc/reference/outputs.hpp"
+
+namespace sgdc::reference {
 
 /// One input of the step. Matrices are row-major float32.
 struct Case {
@@ -25,4 +29,30 @@ struct Case {
   void validate() const;
 };
 
-}  // namespace sgdc
+/// One array input of the table below.
+struct InputArray {
+  const char* name;  ///< as in the protocol and fixtures
+  std::vector<float> Case::*member;
+  Extent extent;
+};
+
+/// The array inputs in protocol order (the scalar `lr` comes before them).
+inline constexpr std::array<InputArray, 4> input_arrays{{
+    {"kernel", &Case::kernel, Extent::kernel},
+    {"bias", &Case::bias, Extent::bias},
+    {"x", &Case::x, Extent::x},
+    {"y", &Case::y, Extent::y},
+}};
+
+/// True when some input (lr included) is NaN or infinite.
+bool has_nonfinite_input(const Case& c);
+
+/// The case with every NaN or infinite input (lr included) read as 0: the outputs that do
+/// not depend on those inputs are the same as the original case's.
+Case with_nonfinite_as_zero(Case c);
+
+/// All inputs, exactly (9 significant digits and hexfloat), e.g. for counterexamples;
+/// RapidCheck finds it by its name.
+void showValue(const Case& c, std::ostream& os);
+
+}  // namespace sgdc::reference

@@ -12,7 +12,7 @@
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// The same values as round_exact_step(c), usually much faster. Uncertified elements
 /// are taken from the exact step, evaluated at most once per case, and counted in
@@ -32,4 +32,4 @@ struct CertificationCounters {
 /// The tallies so far (thread-safe).
 CertificationCounters certification_counters();
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -3,19 +3,24 @@
 /// Judging one float32 value against its expectation.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
-#include "sgdc/reference/oracle.hpp"
+#include "sgdc/reference/expectation.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// Verdict on one output element.
 struct ElementCheck {
   bool ok = false;
-  double error = 0.0;      ///< |actual - exact| (0 for an accepted non-finite value)
-  double ratio = 0.0;      ///< error / bound; <= 1 when ok for finite values
-  std::uint64_t ulps = 0;  ///< ULP distance from the correctly rounded value
-  std::string why;         ///< empty when ok, else a sentence saying what is wrong
+  double error = 0.0;  ///< |actual - exact| (0 for an accepted non-finite value)
+  double ratio = 0.0;  ///< error / bound; <= 1 when ok for finite values
+  /// ULP distance from the correctly rounded value, where it means something: the actual
+  /// value is finite and the exact one lies farther from zero than the bound (near zero a
+  /// correct result may be any number of ULPs away: the bound is relative to the terms of
+  /// the sum, not to its cancelled result). Empty otherwise.
+  std::optional<std::uint64_t> ulps;
+  std::string why;  ///< empty when ok, else a sentence saying what is wrong
 };
 
 /// Applies the acceptance rule of docs/error-model.md ("Verdict"): finite values within
@@ -23,4 +28,4 @@ struct ElementCheck {
 /// equal to the correctly rounded infinity.
 ElementCheck check_element(float actual, const Expected& e);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -9,8 +9,9 @@
 
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/error_model.hpp"
+#include "sgdc/reference/outputs.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// gamma_m = m u / (1 - m u); +infinity when m u >= 1 (no bound can be given).
 double gamma(double m, double u);
@@ -35,13 +36,11 @@ struct ElementBound {
 
 /// Bounds for every output, plus the slack that relates a reported gradient to the
 /// update made from it (equation U2 of the derivation).
-struct StepBounds {
-  ElementBound loss;
-  std::vector<ElementBound> grad_kernel, grad_bias, kernel, bias;
+struct StepBounds : PerOutput<std::vector<ElementBound>> {
   std::vector<double> kernel_from_grad, bias_from_grad;
 };
 
 /// Computes the bounds. The case must be finite; `exact` must belong to it.
 StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const ErrorModel& model);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

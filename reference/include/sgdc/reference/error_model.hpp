@@ -2,7 +2,7 @@
 /// \file
 /// What an implementation declares about its arithmetic; the error bound depends on it.
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// How the implementation treats subnormal numbers.
 enum class Subnormals {
@@ -29,4 +29,4 @@ struct ErrorModel {
 Subnormals parse_subnormals(const char* text);
 const char* to_string(Subnormals s);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

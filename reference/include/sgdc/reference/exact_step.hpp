@@ -10,7 +10,7 @@
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/rounding.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// High-precision float (about 166 significand bits) for cross-checking the exact path.
 using HighPrecision = boost::multiprecision::cpp_bin_float_50;
@@ -37,4 +37,4 @@ StepValues<Scalar> evaluate_step(const Case& c);
 extern template StepValues<Rational> evaluate_step<Rational>(const Case&);
 extern template StepValues<HighPrecision> evaluate_step<HighPrecision>(const Case&);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -6,7 +6,7 @@
 #include <limits>
 #include <string>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// The largest finite float32, as a double.
 inline constexpr double float32_max = 0x1.fffffep127;
@@ -22,4 +22,4 @@ std::string describe(float v);
 /// True for the same bits, treating every NaN as equal to every NaN.
 bool same_bits(float a, float b);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

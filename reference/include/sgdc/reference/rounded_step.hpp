@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/outputs.hpp"
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// One exact value, correctly rounded (to nearest, ties to even) twice.
 struct RoundedValue {
@@ -17,14 +18,10 @@ struct RoundedValue {
   double value = 0.0;    ///< to double
 };
 
-/// Every exact quantity of one step that the oracle needs, rounded.
-struct RoundedStep {
+/// Every exact quantity of one step that the oracle needs, rounded: each output of the
+/// table (`loss` one value) and the residuals.
+struct RoundedStep : PerOutput<std::vector<RoundedValue>> {
   std::vector<double> residual;  ///< r = x W + b - y rounded to double, [n][k]
-  RoundedValue loss;
-  std::vector<RoundedValue> kernel;       ///< W', [d][k]
-  std::vector<RoundedValue> bias;         ///< b', [k]
-  std::vector<RoundedValue> grad_kernel;  ///< [d][k]
-  std::vector<RoundedValue> grad_bias;    ///< [k]
 
   /// Elements (residuals included) whose roundings came from the exact rational step
   /// because a faster evaluation could not certify them; all of them for the exact path.
@@ -41,4 +38,4 @@ struct RoundedStep {
 /// throws std::invalid_argument otherwise or for shape errors.
 RoundedStep round_exact_step(const Case& c);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

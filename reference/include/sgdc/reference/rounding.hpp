@@ -4,7 +4,7 @@
 
 #include <boost/multiprecision/gmp.hpp>
 
-namespace sgdc {
+namespace sgdc::reference {
 
 /// Exact rational scalar of the oracle.
 using Rational = boost::multiprecision::mpq_rational;
@@ -17,4 +17,4 @@ float round_to_float32(const Rational& q);
 /// The double nearest to q (ties to even); used for reports, never for verdicts on bits.
 double round_to_double(const Rational& q);
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

@@ -6,24 +6,22 @@
 #include <optional>
 #include <vector>
 
-namespace sgdc {
+#include "sgdc/reference/outputs.hpp"
 
-/// The parameter elements one shard stores (protocol v1 `shards`).
+namespace sgdc::reference {
+
+/// The parameter elements one shard stores (protocol `shards`).
 struct ShardPart {
   std::int64_t kernel = 0;
   std::int64_t bias = 0;
 };
 
-/// The outputs of one step. Optional members are present when the implementation
-/// declares the matching capability.
-struct StepResult {
-  float loss = 0.0f;                              ///< loss before the update
-  std::vector<float> kernel;                      ///< W', [d][k]
-  std::vector<float> bias;                        ///< b', [k]
-  std::optional<std::vector<float>> grad_kernel;  ///< [d][k]
-  std::optional<std::vector<float>> grad_bias;    ///< [k]
-  std::optional<std::int64_t> step;               ///< counter after the update
-  std::optional<std::vector<ShardPart>> shards;   ///< per-shard storage
+/// The outputs of one step, one float32 array per output of the table (`loss` holds one
+/// value, the loss before the update). The gradients are empty when not reported; the
+/// optional members are present when the implementation declares the matching capability.
+struct StepResult : PerOutput<std::vector<float>> {
+  std::optional<std::int64_t> step;              ///< counter after the update
+  std::optional<std::vector<ShardPart>> shards;  ///< per-shard storage
 };
 
-}  // namespace sgdc
+}  // namespace sgdc::reference

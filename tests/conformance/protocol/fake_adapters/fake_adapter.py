@@ -35,6 +35,9 @@ mode breaks the protocol in one way, named by MODE:
   binary_cut         binary: announces 64 more payload bytes than it writes, exits with status 1
   binary_stall       binary: announces 64 more payload bytes than it writes, then hangs
   pipelined[_MODE]   declares max_in_flight 8, then behaves as MODE (default good)
+  batched[_MODE]     declares max_batch 4 and max_in_flight 8, reads each batch whole
+                     (answering op "error" to every case of an inconsistent one), appends
+                     each batch's size to PID_FILE when given, then behaves as MODE
   sleeper            (internal) the grandchild of hang_grandchild
 """
 
@@ -149,7 +152,7 @@ def write_pid(pid):
     os.replace(tmp, sys.argv[2])
 
 
-def hello(mode, offered, pipelined=False):
+def hello(mode, offered, pipelined=False, batched=False):
     if mode == "hang_in_handshake":
         time.sleep(FOREVER)
     if mode == "hello_not_json":
@@ -161,8 +164,10 @@ def hello(mode, offered, pipelined=False):
              "capabilities": [] if mode == "minimal" else ["grads", "step_counter", "shard_layout"]}
     if mode != "minimal":
         reply.update({"subnormals": "ieee", "unit_roundoff": 2.0 ** -24, "sharded": False})
-    if pipelined:
+    if pipelined or batched:
         reply["max_in_flight"] = 8
+    if batched:
+        reply["max_batch"] = 4
     binary = mode == "binary_unoffered" or (mode.startswith("binary") and "binary" in offered)
     if binary:
         reply["array_encoding"] = "binary"
@@ -241,22 +246,42 @@ def main():
         sys.stderr.write("fake: exiting at once\n")
         sys.exit(3)
     pipelined = mode.startswith("pipelined")
-    if pipelined:
-        mode = mode[len("pipelined_"):] or "good"
-    count, binary = 0, False
+    batched = mode.startswith("batched")
+    for prefix in ("pipelined", "batched"):
+        if mode.startswith(prefix):
+            mode = mode[len(prefix) + 1:] or "good"
+    count, binary, batch = 0, False, []
     for line in sys.stdin.buffer:
         msg = json.loads(line)
         if msg["op"] == "hello":
-            binary = hello(mode, msg.get("array_encodings", []), pipelined)
+            binary = hello(mode, msg.get("array_encodings", []), pipelined, batched)
             if mode == "hang_no_read":
                 time.sleep(FOREVER)
         elif msg["op"] == "bye":
             break
         elif msg["op"] == "step":
-            count += 1
             if binary:
                 msg = from_payload(msg, sys.stdin.buffer.read(msg["payload"]))
-            answer(mode, msg, count, binary)
+            if not batched:
+                count += 1
+                answer(mode, msg, count, binary)
+                continue
+            batch.append(msg)
+            size = msg.get("batch_size", 1)
+            if msg.get("batch_index", 0) < size - 1:
+                continue  # the rest of the batch first
+            if len(sys.argv) > 2:
+                with open(sys.argv[2], "a") as log:
+                    log.write(f"{len(batch)}\n")
+            good = size <= 4 and [m.get("batch_index", 0) for m in batch] == list(range(size)) and \
+                all(m.get("batch_size", 1) == size for m in batch)
+            for m in batch:
+                count += 1
+                if good:
+                    answer(mode, m, count, binary)
+                else:
+                    send({"op": "error", "id": m["id"], "message": "fake: inconsistent batch"})
+            batch = []
     sys.exit(0)
 
 

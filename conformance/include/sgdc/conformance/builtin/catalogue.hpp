@@ -11,7 +11,7 @@
 #include "sgdc/conformance/builtin/recipe.hpp"
 #include "sgdc/properties/implementation.hpp"
 
-namespace sgdc::builtin {
+namespace sgdc::conformance::builtin {
 
 /// Whether the suite must accept or reject a built-in.
 enum class Kind { reference, variant, mutant };
@@ -33,8 +33,8 @@ const std::vector<Entry>& catalogue();
 const Entry& find(std::string_view name);
 
 /// An in-process implementation running `entry`'s recipe.
-std::unique_ptr<Implementation> make(const Entry& entry);
+std::unique_ptr<properties::Implementation> make(const Entry& entry);
 
 const char* to_string(Kind kind);
 
-}  // namespace sgdc::builtin
+}  // namespace sgdc::conformance::builtin

@@ -4,11 +4,16 @@
 
 #include "sgdc/conformance/builtin/recipe.hpp"
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/step_result.hpp"
 
-namespace sgdc::builtin {
+namespace sgdc::conformance::builtin {
 
-/// Runs one step as `recipe` says; reports grads and the step counter.
-StepResult float32_step(const Case& c, const Recipe& recipe);
+/// Runs one step as `recipe` says; reports grads and the step counter, an int64 that
+/// saturates at its largest value (the built-ins' declared counter, builtin_counter).
+inline constexpr reference::Counter builtin_counter{reference::CounterType::int64,
+                                                    reference::CounterEnd::saturate};
 
-}  // namespace sgdc::builtin
+reference::StepResult float32_step(const reference::Case& c, const Recipe& recipe);
+
+}  // namespace sgdc::conformance::builtin

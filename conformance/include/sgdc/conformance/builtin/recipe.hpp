@@ -3,7 +3,7 @@
 /// How a built-in float32 step computes: its summation order, accumulator, where the
 /// scale is applied, and (for the mutant catalogue) which single bug it carries.
 
-namespace sgdc::builtin {
+namespace sgdc::conformance::builtin {
 
 /// Order in which a reduction adds its terms.
 enum class Order {
@@ -17,21 +17,26 @@ enum class Order {
 /// One deliberate bug of the mutant catalogue (docs/mutants.md); `none` for a correct step.
 enum class Bug {
   none,
-  post_update_loss,       ///< returns the loss evaluated after the update
-  mean_over_batch,        ///< divides by N instead of N*K
-  grad_times_shards,      ///< sums per-shard mean gradients instead of averaging them
-  drop_remainder_rows,    ///< uses only floor(N/S)*S rows
-  mean_of_shard_means,    ///< averages per-shard means, wrong when shards are uneven
-  half_precision_grad,    ///< gradients rounded to float16
-  reshape_not_transpose,  ///< x.reshape(D, N) where x.T belongs
-  wrong_sign,             ///< p + lr*g
-  missing_factor_two,     ///< gradient of r^2 taken as r
-  bias_not_updated,       ///< b' = b
-  lr_twice,               ///< p - lr*(lr*g)
-  step_not_advanced,      ///< step counter returned unchanged
-  nondeterministic,       ///< reduction order differs from call to call
-  skip_tiny_updates,      ///< leaves p when |lr*g| < 1e-6 |p|
-  unbiased_mean,          ///< divides by N*K - 1
+  post_update_loss,        ///< returns the loss evaluated after the update
+  mean_over_batch,         ///< divides by N instead of N*K
+  grad_times_shards,       ///< sums per-shard mean gradients instead of averaging them
+  drop_remainder_rows,     ///< uses only floor(N/S)*S rows
+  mean_of_shard_means,     ///< averages per-shard means, wrong when shards are uneven
+  half_precision_grad,     ///< gradients rounded to float16
+  reshape_not_transpose,   ///< x.reshape(D, N) where x.T belongs
+  wrong_sign,              ///< p + lr*g
+  missing_factor_two,      ///< gradient of r^2 taken as r
+  bias_not_updated,        ///< b' = b
+  lr_twice,                ///< p - lr*(lr*g)
+  step_not_advanced,       ///< step counter returned unchanged
+  nondeterministic,        ///< reduction order differs from call to call
+  skip_tiny_updates,       ///< leaves p when |lr*g| < 1e-6 |p|
+  unbiased_mean,           ///< divides by N*K - 1
+  rows_past_16_dropped,    ///< a kernel that silently reads only the first 16 batch rows
+  chunked_mean_32,         ///< equal-weight mean of the means over chunks of 32 rows
+  columns_past_8_dropped,  ///< input columns past the last multiple of 8 left out (D > 8)
+  float32_counter,         ///< step counter kept in float32: stops advancing at 2^24
+  int32_counter,           ///< step counter kept in int32: wraps to negative at 2^31
 };
 
 /// A built-in implementation's way of computing the step.
@@ -43,4 +48,4 @@ struct Recipe {
   Bug bug = Bug::none;
 };
 
-}  // namespace sgdc::builtin
+}  // namespace sgdc::conformance::builtin

@@ -1,75 +1,78 @@
 #pragma once
 /// \file
-/// An implementation behind an out-of-process adapter that speaks protocol v1.
+/// An implementation behind an out-of-process adapter that speaks the protocol
+/// (docs/spec/protocol.md).
 
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "sgdc/conformance/protocol/adapter_start_failure.hpp"
 #include "sgdc/conformance/protocol/array_encoding.hpp"
-#include "sgdc/conformance/protocol/child_process.hpp"
-#include "sgdc/conformance/protocol/exit_status.hpp"
+#include "sgdc/conformance/protocol/child_exit.hpp"
 #include "sgdc/conformance/protocol/messages.hpp"
 #include "sgdc/properties/implementation.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 
-/// Runs an adapter command once and sends it every case over protocol v1. The
-/// constructor starts it and does the handshake; step() sends one case (ids 1, 2, ...)
-/// and returns its result or rejection. Any fault (exit, crash, no answer in time,
-/// anything outside the protocol) stops the adapter and throws ImplementationFault
-/// whose message names the case and what went wrong, quoting the adapter's stderr when
-/// it is captured, e.g. "case 7: adapter exited with status 1 (stderr: ...)". Every
-/// later step() throws at once. Destruction says bye and stops the adapter.
-class ProtocolAdapter : public Implementation {
+class ChildProcess;
+
+/// How an adapter is run and spoken to.
+struct AdapterOptions {
+  double case_timeout_s = 60.0;  ///< per case, from sending it (or the answer before) to its answer
+  double handshake_timeout_s = 60.0;  ///< from start to the hello reply (imports can be slow)
+  /// Array encoding offered in the handshake: binary (used if the adapter accepts it) or
+  /// base64 only (the protocol's base encoding).
+  ArrayEncoding offer = ArrayEncoding::binary;
+  /// Most cases sent ahead of their answers, within the adapter's declared max_in_flight
+  /// (1: one at a time).
+  int window = 8;
+  /// Copy the adapter's stderr to this process's stderr as well as keeping its tail.
+  bool tee_stderr = false;
+};
+
+/// Runs an adapter command once and sends it every case. The constructor starts it and
+/// does the handshake; step_batch() sends cases (ids 1, 2, ...) and returns their results
+/// or rejections, in order. Cases go out ahead of their answers while the adapter declares
+/// it takes them (`max_in_flight`) and the pipe holds them unread; an adapter that declares
+/// `max_batch` gets consecutive cases as batches, each sent whole. Any fault (exit, crash,
+/// no answer in time, anything outside the protocol) stops the adapter and throws
+/// ImplementationFault whose message names the case and what went wrong, quoting the
+/// adapter's stderr when it is captured, e.g. "case 7: adapter exited with status 1
+/// (stderr: ...)", with the case's position in the batch. Every later step throws at once.
+/// Destruction says bye and stops the adapter.
+class ProtocolAdapter : public properties::Implementation {
  public:
-  /// Starts `command` (via /bin/sh -c) and does the handshake, waiting at most
-  /// `handshake_timeout_s` for the hello reply; each later case may take
-  /// `case_timeout_s` from sending to answer. With `offer` binary, the hello offers
-  /// binary arrays (docs/protocol-extensions.md), used when the adapter accepts them;
-  /// with base64 it offers nothing and every array is base64, as in the published v1.
-  /// `window`: the most cases sent ahead of their answers on prefetch() hints (1: none),
-  /// within the adapter's declared "max_in_flight" (docs/protocol-extensions.md).
-  /// Throws std::invalid_argument for a timeout that is not positive and finite, and
-  /// AdapterStartFailure when the command cannot be started or the handshake fails.
-  ProtocolAdapter(std::string command, double case_timeout_s, double handshake_timeout_s,
-                  ChildProcess::Options options = {}, ArrayEncoding offer = ArrayEncoding::binary,
-                  int window = default_window);
-
-  /// Cases sent ahead by default, to adapters that accept them.
-  static constexpr int default_window = 8;
+  /// Starts `command` (via /bin/sh -c) and does the handshake. Throws std::invalid_argument
+  /// for a timeout that is not positive and finite, and AdapterStartFailure when the
+  /// command cannot be started or the handshake fails.
+  explicit ProtocolAdapter(std::string command, const AdapterOptions& options = {});
   ~ProtocolAdapter() override;
 
   ProtocolAdapter(const ProtocolAdapter&) = delete;
   ProtocolAdapter& operator=(const ProtocolAdapter&) = delete;
 
   /// What the adapter declared in its hello reply.
-  const Declaration& declaration() const override { return declaration_; }
+  const properties::Declaration& declaration() const override { return declaration_; }
 
-  /// Sends `c` as the next case and returns the answer; a case sent ahead by prefetch()
-  /// is not sent again. Throws ImplementationFault (always fatal) when the adapter breaks
-  /// or has broken before, also on a case sent ahead.
-  StepOutcome step(const Case& c) override;
+  properties::StepOutcome step(const reference::Case& c) override;
+  std::vector<properties::StepOutcome> step_batch(std::span<const reference::Case> cases) override;
 
-  /// Sends up to the window of `upcoming` cases ahead, each once, while the pipe to the
-  /// adapter has room for them unread; the answers are read in order by later step()s.
-  /// A fault while sending is reported by the next step().
-  void prefetch(std::span<const Case> upcoming) noexcept override;
-  int prefetch_window() const noexcept override { return window_; }
-
-  /// Says bye and stops the adapter (see ChildProcess::stop); returns how it ended
-  /// (status 0 for a well-behaved adapter). Idempotent; never throws.
-  ExitStatus close() noexcept;
+  /// Says bye and stops the adapter; returns how it ended (status 0 for a well-behaved
+  /// adapter). Idempotent; never throws.
+  ChildExit close() noexcept;
 
   /// True once a fault has stopped the adapter.
   bool broken() const { return !fault_.empty(); }
 
-  /// The array encoding agreed in the handshake.
+  /// What the adapter chose in the handshake.
   ArrayEncoding array_encoding() const { return arrays_; }
+  int max_in_flight() const { return max_in_flight_; }
+  int max_batch() const { return max_batch_; }
 
   /// The id of the last case sent (0 before the first).
   std::int64_t last_id() const { return last_id_; }
@@ -78,43 +81,39 @@ class ProtocolAdapter : public Implementation {
   std::string stderr_tail();
 
  private:
-  using Clock = ChildProcess::Clock;
+  using Clock = std::chrono::steady_clock;
 
-  // A case sent ahead, and its answer once read.
-  struct Sent {
+  // A case sent and not yet answered.
+  struct InFlight {
     std::int64_t id;
-    Case c;
-    std::size_t bytes;  // of the request
+    std::size_t position;  // in the batch being stepped
+    std::size_t bytes;     // of the request
     Clock::time_point sent;
-    std::optional<StepOutcome> outcome;
+    bool opens_batch;  // the first case of an adapter batch: its answer may take longer
+    int batch_size;
   };
 
-  // Writes `request` (its line gets the '\n').
   void send(const Frame& request, const std::string& context, Clock::time_point deadline,
-            double timeout_s, bool starting);
-  // Reads an answer's line and, with `payload`, the payload bytes it announces.
+            double timeout_s, bool starting, std::optional<std::size_t> position = std::nullopt);
   Frame receive(const std::string& context, Clock::time_point deadline, double timeout_s,
-                bool starting, bool payload);
-  // Reads and decodes the answer to case `id`.
-  StepOutcome answer(std::int64_t id, const Case& c, const std::string& context,
-                     Clock::time_point deadline);
-  // Reads the answer of a case sent ahead, unless read already.
-  void collect(Sent& s);
-  // How the adapter ended if it has (or does within a moment), else `otherwise`.
+                bool starting, bool payload, std::optional<std::size_t> position = std::nullopt);
+  // Reads and decodes the oldest answer in flight.
+  properties::StepOutcome answer(const InFlight& f, const reference::Case& c);
   std::string ended(const std::string& otherwise);
-  [[noreturn]] void fail(const std::string& context, const std::string& what, bool starting);
+  [[noreturn]] void fail(const std::string& context, const std::string& what, bool starting,
+                         std::optional<std::size_t> position = std::nullopt);
 
   std::unique_ptr<ChildProcess> child_;
-  Declaration declaration_;
+  properties::Declaration declaration_;
   ArrayEncoding arrays_ = ArrayEncoding::base64;
+  int max_in_flight_ = 1;
+  int max_batch_ = 1;
   int window_ = 1;
-  std::deque<Sent> sent_;         // cases sent ahead, in order; answered ones first
-  std::size_t unread_bytes_ = 0;  // requests sent ahead and not yet answered
-  Clock::time_point last_answer_{};
   double case_timeout_s_;
+  Clock::time_point last_answer_{};
   std::int64_t last_id_ = 0;
   std::string fault_;
-  std::optional<ExitStatus> closed_status_;
+  std::optional<ChildExit> closed_status_;
 };
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 
 /// The array encoding of a conversation, fixed by the handshake.
 enum class ArrayEncoding {
@@ -28,4 +28,4 @@ void append_float_bytes(std::string& out, std::span<const float> values);
 /// (throws std::invalid_argument otherwise).
 std::vector<float> floats_from_bytes(std::string_view bytes);
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

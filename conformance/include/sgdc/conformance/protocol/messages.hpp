@@ -6,6 +6,7 @@
 /// newline; with binary arrays, a step or result also has the payload that follows it.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,7 @@
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/step_result.hpp"
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 
 /// The protocol version this suite speaks.
 inline constexpr int protocol_version = 1;
@@ -35,12 +36,20 @@ std::string encode_hello(bool offer_binary = false);
 /// "kernel":..,"bias":..,"x":..,"y":..}`, fields in the spec's order, arrays in base64.
 /// The case is sent as given, without validation, so an implementation's rejection of
 /// bad input can be tested too.
-std::string encode_step(std::int64_t id, const Case& c);
+std::string encode_step(std::int64_t id, const reference::Case& c);
+
+/// Where a step message stands in a batch (`batch_index`, `batch_size`).
+struct BatchPosition {
+  int index = 0;
+  int size = 1;
+};
 
 /// The same case with `arrays` encoding. Binary: each array is `{"offset":O,"count":C}`
 /// and the line ends with `"payload":BYTES`; the payload holds lr, kernel, bias, x and y
-/// in that order, each at its offset.
-Frame encode_step(std::int64_t id, const Case& c, ArrayEncoding arrays);
+/// in that order, each at its offset. With `batch`, the message carries its place in a
+/// batch (sent only to adapters that declare `max_batch`).
+Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding arrays,
+                  std::optional<BatchPosition> batch = std::nullopt);
 
 /// `{"op":"bye"}`
 std::string encode_bye();
@@ -53,19 +62,21 @@ std::string encode_bye();
 /// "sharded" (bool, default false) and "max_shards" (a positive integer, default no
 /// limit) into Declaration::arithmetic, Capabilities::sharded and
 /// Capabilities::max_shards. Other fields are ignored. Throws ProtocolError.
-Declaration decode_hello(std::string_view line);
+properties::Declaration decode_hello(std::string_view line);
 
 /// A decoded hello reply: the declaration and how the adapter wants to be spoken to.
 struct Hello {
-  Declaration declaration;
+  properties::Declaration declaration;
   ArrayEncoding arrays = ArrayEncoding::base64;
   int max_in_flight = 1;  ///< cases it accepts before answering the first
+  int max_batch = 1;      ///< cases it takes as one batch
 };
 
 /// decode_hello, plus the adapter's choice of array encoding, its optional
 /// "array_encoding" field, "base64" (the default) or "binary", which is only valid when
 /// the suite offered it (`binary_offered`), and its optional "max_in_flight" (a positive
-/// integer, default 1). Throws ProtocolError.
+/// integer, default 1), "max_batch" (a positive integer, default 1), "placement" and
+/// "counter" (docs/spec/protocol.md). Throws ProtocolError.
 Hello decode_hello_reply(std::string_view line, bool binary_offered);
 
 /// With binary arrays: how many payload bytes follow the answer `line`, from its
@@ -82,28 +93,31 @@ std::size_t payload_size(std::string_view line, std::size_t limit);
 /// shards list of objects with non-negative integer kernel and bias counts. Optional
 /// outputs that were not promised are ignored, like unknown fields, and left empty in
 /// the result. Throws ProtocolError.
-StepOutcome decode_answer(std::string_view line, std::int64_t id, const Case& c,
-                          const Capabilities& promised);
+properties::StepOutcome decode_answer(std::string_view line, std::int64_t id,
+                                      const reference::Case& c,
+                                      const properties::Capabilities& promised);
 
 /// The same with `arrays` encoding. Binary: every array must be an
 /// `{"offset":O,"count":C}` object with non-negative integers, the right count, and
 /// bytes [O, O + 4C) inside `answer.payload`.
-StepOutcome decode_answer(const Frame& answer, std::int64_t id, const Case& c,
-                          const Capabilities& promised, ArrayEncoding arrays);
+properties::StepOutcome decode_answer(const Frame& answer, std::int64_t id,
+                                      const reference::Case& c,
+                                      const properties::Capabilities& promised,
+                                      ArrayEncoding arrays);
 
 /// The hello reply an adapter declaring `d` would send, extension fields included.
 /// For in-process fakes and tests; decode_hello inverts it.
-std::string encode_hello_reply(const Declaration& d);
+std::string encode_hello_reply(const properties::Declaration& d);
 
 /// The result message an adapter would send for `r`; optional outputs are written
 /// when present. For in-process fakes and tests.
-std::string encode_result(std::int64_t id, const StepResult& r);
+std::string encode_result(std::int64_t id, const reference::StepResult& r);
 
 /// The same with `arrays` encoding (binary: arrays in the order loss, kernel, bias,
 /// grad_kernel, grad_bias).
-Frame encode_result(std::int64_t id, const StepResult& r, ArrayEncoding arrays);
+Frame encode_result(std::int64_t id, const reference::StepResult& r, ArrayEncoding arrays);
 
 /// `{"op":"error","id":ID,"message":MESSAGE}`. For in-process fakes and tests.
 std::string encode_error(std::int64_t id, std::string_view message);
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace sgdc::protocol {
+namespace sgdc::conformance::protocol {
 
 /// A message from the adapter breaks protocol v1. The message says what is wrong
 /// (e.g. "kernel has 3 values, expected 4") without naming the case; the caller adds
@@ -15,4 +15,4 @@ class ProtocolError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace sgdc::protocol
+}  // namespace sgdc::conformance::protocol

@@ -1,0 +1,23 @@
+#pragma once
+/// \file
+/// Text forms of the oracle's exact rationals, as fixtures store them.
+
+#include <string>
+
+#include "sgdc/reference/rounding.hpp"
+
+namespace sgdc::conformance::regression {
+
+/// "p/q" in lowest terms with q > 1, or "p" for an integer.
+std::string rational_text(const reference::Rational& q);
+
+/// The value in decimal: every digit when its expansion terminates (the denominator is
+/// 2^a 5^b, as for every dyadic value), else rounded to nearest at 40 significant digits.
+/// Plain notation ("-0.300000004470348358154296875") when the leading digit's decimal
+/// exponent is in -7 .. 20, else scientific ("1.5e-45", "3.4e+38"); no trailing zeros.
+std::string decimal_text(const reference::Rational& q);
+
+/// Whether decimal_text(q) is exact.
+bool decimal_terminates(const reference::Rational& q);
+
+}  // namespace sgdc::conformance::regression

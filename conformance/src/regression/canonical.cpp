@@ -1,0 +1,134 @@
+#include "sgdc/conformance/regression/canonical.hpp"
+#include "sgdc/reference/worked_example.hpp"
+
+#include <cmath>
+
+#include "sgdc/conformance/regression/derive.hpp"
+
+namespace sgdc::conformance::regression {
+
+namespace {
+
+reference::Case make(int n, int d, int k, int shards, float lr, std::vector<float> kernel,
+                     std::vector<float> bias, std::vector<float> x, std::vector<float> y,
+                     std::int64_t step = 0) {
+  reference::Case c;
+  c.n = n;
+  c.d = d;
+  c.k = k;
+  c.num_shards = shards;
+  c.lr = lr;
+  c.kernel = std::move(kernel);
+  c.bias = std::move(bias);
+  c.x = std::move(x);
+  c.y = std::move(y);
+  c.step = step;
+  return c;
+}
+
+// Readable values with a pattern that no row or column repeats: quarters in -2 .. 2.
+std::vector<float> pattern(int count, int a, int b) {
+  std::vector<float> v;
+  for (int i = 0; i < count; ++i) v.push_back(static_cast<float>((a * i + b) % 17 - 8) * 0.25f);
+  return v;
+}
+
+// Large terms whose sum nearly cancels: y within one ULP of fl(x W + b).
+reference::Case heavy_cancellation() {
+  reference::Case c = make(
+      4, 3, 2, 2, 0.01f, {1021.5f, -997.25f, 1013.75f, 1003.0f, -1019.125f, 988.5f}, {-3.5f, 7.25f},
+      {1009.0f, 1017.5f, -993.25f, -1001.75f, 1007.5f, 995.0f, 1011.25f, -999.5f, 1005.75f,
+       991.125f, 1015.0f, -1003.5f},
+      std::vector<float>(8, 0.0f));
+  for (int i = 0; i < c.n; ++i) {
+    for (int j = 0; j < c.k; ++j) {
+      double pred = c.bias[j];
+      for (int l = 0; l < c.d; ++l) pred += double(c.x[i * c.d + l]) * c.kernel[l * c.k + j];
+      const float t = static_cast<float>(pred);
+      c.y[i * c.k + j] = std::nextafter(t, (i + j) % 2 ? INFINITY : -INFINITY);
+    }
+  }
+  return c;
+}
+
+Fixture canonical(std::string name, std::string description, const reference::Case& c) {
+  Provenance p;
+  p.generator_version = SGDC_VERSION;
+  p.mode = "canonical";
+  p.parameters["set"] = "canonical";
+  return derive_fixture(std::move(name), std::move(description), c, std::move(p));
+}
+
+}  // namespace
+
+std::vector<Fixture> canonical_fixtures() {
+  std::vector<Fixture> out;
+  out.push_back(canonical(
+      "worked-example",
+      "the worked example of shared/spec/step.md: gW = 5, gb = 3, loss 2.5 (before the update), "
+      "W' = 0.5, b' = -0.3 with the float32 lr 0.100000001490116",
+      reference::worked_example()));
+  out.push_back(canonical(
+      "uneven-shards",
+      "N % S != 0 and D != K: 7 rows over 3 shards, 3 inputs, 2 outputs; a mean over shard "
+      "means or dropped remainder rows shows here",
+      make(7, 3, 2, 3, 0.05f, pattern(6, 5, 3), pattern(2, 7, 1), pattern(21, 3, 2),
+           pattern(14, 11, 4), 41)));
+  out.push_back(canonical(
+      "more-shards-than-rows",
+      "S > N and D > K: 2 rows over 5 shards, 6 inputs, 1 output (empty shards)",
+      make(2, 6, 1, 5, 0.125f, pattern(6, 2, 9), {0.75f}, pattern(12, 5, 7), {1.5f, -2.0f})));
+  out.push_back(
+      canonical("wide-output",
+                "D < K and N % S != 0: 3 rows over 2 shards, 1 input, 4 outputs; N*K = 12 makes "
+                "2/(N*K) inexact in binary",
+                make(3, 1, 4, 2, 0.3f, {0.5f, -1.25f, 2.0f, 0.75f}, {0.25f, 0.0f, -0.5f, 1.0f},
+                     {1.5f, -0.75f, 2.25f}, pattern(12, 7, 5), 7)));
+  out.push_back(
+      canonical("heavy-cancellation",
+                "terms near 1e6 whose sum cancels to within one ULP: each residual is tiny next to "
+                "the terms that make it, so only the bound's |terms| part allows the error",
+                heavy_cancellation()));
+  out.push_back(
+      canonical("near-overflow",
+                "residuals near 1.2e19: the loss (1.44e38) and the sum of squares (2.88e38) "
+                "sit just below float32's largest value 3.4e38, gradients near 2.4e19",
+                make(2, 1, 1, 2, 0.25f, {1.2e19f}, {0.0f}, {1.0f, 1.0f}, {0.0f, 0.0f})));
+  out.push_back(canonical(
+      "tiny-updates",
+      "lr = 2^-21: every parameter moves by about 5e-7 of itself, a few ULPs; an update "
+      "skipped as negligible shows here",
+      make(3, 2, 2, 1, 0x1p-21f, {1.0f, -1.5f, 0.75f, 2.0f}, {0.5f, -1.0f},
+           {1.0f, 0.5f, -0.25f, 1.5f, 2.0f, -1.0f}, {-0.5f, 1.0f, 0.25f, -2.0f, 1.5f, 0.0f})));
+  out.push_back(canonical(
+      "loss-overflows",
+      "the exact loss 2^128 is beyond float32's range: it rounds to +inf, and +inf or NaN "
+      "is acceptable for the outputs that may overflow",
+      make(1, 1, 1, 1, 0x1p-70f, {0x1p63f}, {0x1p63f}, {1.0f}, {0.0f})));
+  out.push_back(canonical(
+      "subnormal-outputs",
+      "normal inputs near 2^-126 whose step lands in the subnormal range: gradual "
+      "underflow rounds to multiples of 2^-149, flush-to-zero gives 0",
+      make(2, 1, 1, 1, 0.375f, {0x1p-126f}, {0x1p-149f}, {0.75f, -0.5f}, {0x1p-130f, 0x1p-140f})));
+  out.push_back(canonical(
+      "subnormal-inputs",
+      "subnormal kernel, bias, x and y elements next to normal ones: a DAZ implementation "
+      "reads them as 0",
+      make(2, 2, 1, 2, 1.0f, {0x1p-130f, 0x1.4p-135f}, {-0x1p-147f},
+           {0x1p-149f, 0x1.8p-140f, 3.0f, -0x1p-145f}, {0x1p-128f, -0x1p-149f})));
+  out.push_back(canonical(
+      "zero-lr-signed-zeros",
+      "lr = 0 leaves every parameter unchanged; -0 in kernel, bias and targets; a step "
+      "counter beyond a signed 32-bit integer (2^31 + 5)",
+      make(2, 2, 2, 1, 0.0f, {-0.0f, 1.5f, 0.25f, -0.0f}, {-0.0f, 0.5f}, {1.0f, -2.0f, 0.5f, 0.0f},
+           {-0.0f, 1.0f, 2.0f, -0.0f}, (std::int64_t{1} << 31) + 5)));
+  out.push_back(canonical(
+      "nonfinite-inputs",
+      "a NaN in x and an infinity in y: every output that reads them must be NaN or +-inf, "
+      "the rest are bounded as usual (an implementation may also reject the case)",
+      make(2, 2, 2, 1, 0.1f, {0.5f, -1.0f, 0.25f, 2.0f}, {0.0f, 1.0f}, {1.0f, NAN, 0.5f, -1.5f},
+           {0.25f, 0.5f, INFINITY, -1.0f})));
+  return out;
+}
+
+}  // namespace sgdc::conformance::regression

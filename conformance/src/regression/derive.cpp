@@ -1,0 +1,119 @@
+#include "sgdc/conformance/regression/derive.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "sgdc/conformance/regression/exact_value.hpp"
+#include "sgdc/conformance/regression/fixture_error.hpp"
+#include "sgdc/reference/counter.hpp"
+#include "sgdc/reference/exact_step.hpp"
+#include "sgdc/reference/float32.hpp"
+
+namespace sgdc::conformance::regression {
+
+namespace {
+
+// The exact outputs the oracle rounds: non-finite inputs read as zero, as expect() does
+// for the outputs that do not depend on them (the others are flagged must_be_nonfinite).
+reference::PerOutput<std::vector<reference::Rational>> exact_outputs(const reference::Case& c) {
+  const auto v =
+      reference::evaluate_step<reference::Rational>(reference::with_nonfinite_as_zero(c));
+  auto elements = [](const reference::Matrix<reference::Rational>& m) {
+    return std::vector<reference::Rational>(m.data(), m.data() + m.size());
+  };
+  reference::PerOutput<std::vector<reference::Rational>> out;
+  out.loss = {v.loss};
+  out.kernel = elements(v.kernel);
+  out.bias = elements(v.bias);
+  out.grad_kernel = elements(v.grad_kernel);
+  out.grad_bias = elements(v.grad_bias);
+  return out;
+}
+
+ExpectedOutput expected_output(const std::vector<reference::Expected>& e,
+                               const std::vector<reference::Rational>& exact, reference::Output o) {
+  ExpectedOutput out;
+  for (std::size_t i = 0; i < e.size(); ++i) {
+    if (!std::isfinite(e[i].bound))
+      throw std::invalid_argument(fmt::format("{}[{}]: the bound is not finite", to_string(o), i));
+    out.expected.push_back(e[i].rounded);
+    out.exact.push_back(decimal_text(exact[i]));
+    out.exact_rational.push_back(rational_text(exact[i]));
+    out.bound.push_back(e[i].bound);
+    if (e[i].may_overflow) out.may_overflow.push_back(i);
+    if (e[i].must_be_nonfinite) out.must_be_nonfinite.push_back(i);
+  }
+  return out;
+}
+
+[[noreturn]] void corrupt(const std::string& file, const std::string& field,
+                          const std::string& reason) {
+  throw FixtureError(FixtureError::Kind::corrupt, file, field, reason);
+}
+
+std::string indices(const std::vector<std::size_t>& v) {
+  return v.empty() ? "none" : fmt::format("[{}]", fmt::join(v, ", "));
+}
+
+void compare_output(const ExpectedOutput& stored, const ExpectedOutput& oracle,
+                    const std::string& file, const std::string& path) {
+  for (std::size_t i = 0; i < oracle.expected.size(); ++i) {
+    if (!reference::same_bits(stored.expected[i], oracle.expected[i]))
+      corrupt(file, fmt::format("{}.expected[{}]", path, i),
+              fmt::format("stored {}, but the oracle rounds the exact value to {}",
+                          reference::describe(stored.expected[i]),
+                          reference::describe(oracle.expected[i])));
+    if (stored.exact_rational[i] != oracle.exact_rational[i])
+      corrupt(file, fmt::format("{}.exact_rational[{}]", path, i),
+              fmt::format("stored {}, but the oracle says {}", stored.exact_rational[i],
+                          oracle.exact_rational[i]));
+    if (stored.exact[i] != oracle.exact[i])
+      corrupt(file, fmt::format("{}.exact[{}]", path, i),
+              fmt::format("stored {}, but the oracle says {}", stored.exact[i], oracle.exact[i]));
+    // The bound is a double computed from doubles; allow for another machine's last bits.
+    const double b = oracle.bound[i];
+    if (!(std::abs(stored.bound[i] - b) <= 0x1p-20 * b))
+      corrupt(file, fmt::format("{}.bound[{}]", path, i),
+              fmt::format("stored {:.17g}, but the oracle derives {:.17g}", stored.bound[i], b));
+  }
+  if (stored.may_overflow != oracle.may_overflow)
+    corrupt(file, path + ".may_overflow",
+            fmt::format("stored {}, but the oracle flags {}", indices(stored.may_overflow),
+                        indices(oracle.may_overflow)));
+  if (stored.must_be_nonfinite != oracle.must_be_nonfinite)
+    corrupt(file, path + ".must_be_nonfinite",
+            fmt::format("stored {}, but the oracle flags {}", indices(stored.must_be_nonfinite),
+                        indices(oracle.must_be_nonfinite)));
+}
+
+}  // namespace
+
+Fixture derive_fixture(std::string name, std::string description, const reference::Case& inputs,
+                       Provenance provenance, const reference::ErrorModel& arithmetic) {
+  Fixture f;
+  f.name = std::move(name);
+  f.description = std::move(description);
+  f.inputs = inputs;
+  f.arithmetic = arithmetic;
+  f.provenance = std::move(provenance);
+  const reference::Expectation e = expect(inputs, arithmetic);
+  const auto exact = exact_outputs(inputs);
+  for (reference::Output o : reference::all_outputs)
+    f.outputs[o] = expected_output(e[o], exact[o], o);
+  f.step = reference::next_count(reference::Counter{}, inputs.step);
+  return f;
+}
+
+void verify_against_oracle(const Fixture& f, const std::string& file) {
+  const Fixture oracle =
+      derive_fixture(f.name, f.description, f.inputs, f.provenance, f.arithmetic);
+  for (reference::Output o : reference::all_outputs)
+    compare_output(f.outputs[o], oracle.outputs[o], file, std::string("outputs.") + to_string(o));
+  if (f.step != oracle.step)
+    corrupt(file, "outputs.step",
+            fmt::format("stored {}, but the counter after the update is {}", f.step, oracle.step));
+}
+
+}  // namespace sgdc::conformance::regression

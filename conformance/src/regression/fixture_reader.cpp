@@ -1,0 +1,307 @@
+// Reading fixture files (fixture_json.hpp). Every rule of
+// fixtures/schema/fixture-v1.schema.json is checked here by hand, in the same order,
+// so that an error names the first offending field; keep the two in sync.
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "protocol/base64.hpp"
+#include "sgdc/conformance/regression/fixture_error.hpp"
+#include "sgdc/conformance/regression/fixture_json.hpp"
+#include "sgdc/properties/property.hpp"
+#include "sgdc/reference/float32.hpp"
+
+namespace sgdc::conformance::regression {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// JavaScript's largest exact integer: the largest step a reader in any language holds.
+constexpr std::int64_t max_step = 9007199254740991;
+constexpr std::int64_t max_dim = 65536;
+
+const char* type_name(const Json& j) {
+  if (j.is_number_integer()) return "an integer";
+  if (j.is_number()) return "a number";
+  if (j.is_string()) return "a string";
+  if (j.is_boolean()) return "a boolean";
+  if (j.is_null()) return "null";
+  if (j.is_array()) return "an array";
+  return "an object";
+}
+
+// The shortest round-trip decimal (std::to_chars), "inf", "-inf", or "nan".
+const std::regex float_pattern("-?(inf|[0-9]+(\\.[0-9]+)?(e[-+]?[0-9]+)?)|nan");
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& path, const std::string& reason) const {
+    throw FixtureError(FixtureError::Kind::malformed, file_, path, reason);
+  }
+
+  void expect_type(const Json& j, const std::string& path, bool ok, const char* what) const {
+    if (!ok) fail(path, fmt::format("expected {}, got {}", what, type_name(j)));
+  }
+
+  // An object with exactly the `required` members, plus any of `optional`.
+  const Json& object(const Json& j, const std::string& path,
+                     const std::vector<std::string>& required,
+                     const std::vector<std::string>& optional = {}) const {
+    expect_type(j, path, j.is_object(), "an object");
+    for (const std::string& key : required)
+      if (!j.contains(key)) fail(join(path, key), "required field is missing");
+    for (const auto& item : j.items()) {
+      // Not a structured binding: clang before 16 cannot capture one in a lambda.
+      const std::string& key = item.key();
+      const auto known = [&](const std::vector<std::string>& list) {
+        return std::find(list.begin(), list.end(), key) != list.end();
+      };
+      if (!known(required) && !known(optional))
+        fail(join(path, key), "unknown field (version 1 has no such field)");
+    }
+    return j;
+  }
+
+  std::int64_t integer(const Json& j, const std::string& path, std::int64_t lo,
+                       std::int64_t hi) const {
+    expect_type(j, path, j.is_number_integer(), "an integer");
+    if (j.is_number_unsigned() && j.get<std::uint64_t>() > static_cast<std::uint64_t>(hi))
+      fail(path, fmt::format("{} is outside {} .. {}", j.get<std::uint64_t>(), lo, hi));
+    const auto v = j.get<std::int64_t>();
+    if (v < lo || v > hi) fail(path, fmt::format("{} is outside {} .. {}", v, lo, hi));
+    return v;
+  }
+
+  std::string string(const Json& j, const std::string& path) const {
+    expect_type(j, path, j.is_string(), "a string");
+    return j.get<std::string>();
+  }
+
+  std::string matching(const Json& j, const std::string& path, const std::regex& pattern,
+                       const char* what) const {
+    std::string s = string(j, path);
+    if (!std::regex_match(s, pattern)) fail(path, fmt::format("\"{}\" is not {}", s, what));
+    return s;
+  }
+
+  const Json& array(const Json& j, const std::string& path, std::size_t count) const {
+    expect_type(j, path, j.is_array(), "an array");
+    if (j.size() != count) fail(path, fmt::format("{} values, expected {}", j.size(), count));
+    return j;
+  }
+
+  void shape(const Json& j, const std::string& path, const std::vector<std::int64_t>& want,
+             const char* dims) const {
+    expect_type(j, path, j.is_array(), "an array");
+    std::vector<std::int64_t> got;
+    for (const Json& e : j) {
+      if (!e.is_number_integer()) fail(path, "expected an array of integers");
+      got.push_back(e.get<std::int64_t>());
+    }
+    if (got != want)
+      fail(path, fmt::format("[{}], expected [{}] ({})", fmt::join(got, ", "),
+                             fmt::join(want, ", "), dims));
+  }
+
+  std::vector<float> floats(const Json& j, const std::string& path, std::size_t count) const {
+    const std::string text = string(j, path);
+    std::vector<float> v;
+    try {
+      v = protocol::decode_floats(text);
+    } catch (const std::invalid_argument& e) {
+      fail(path, e.what());
+    }
+    if (v.size() != count) fail(path, fmt::format("{} values, expected {}", v.size(), count));
+    return v;
+  }
+
+  // The readable decimals must say what the bits say (the bits are authoritative).
+  void decimals(const Json& j, const std::string& path, const std::vector<float>& bits) const {
+    array(j, path, bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const std::string item = fmt::format("{}[{}]", path, i);
+      const std::string s = matching(j[i], item, float_pattern, "a decimal float32");
+      float v = 0.0f;
+      const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (r.ec != std::errc() || r.ptr != s.data() + s.size())
+        fail(item, fmt::format("\"{}\" is not a decimal float32", s));
+      if (!reference::same_bits(v, bits[i]))
+        fail(item, fmt::format("\"{}\" reads as {}, but the bits say {}", s, reference::describe(v),
+                               reference::describe(bits[i])));
+    }
+  }
+
+  std::vector<std::size_t> indices(const Json& j, const std::string& path,
+                                   std::size_t count) const {
+    expect_type(j, path, j.is_array(), "an array");
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const auto v = static_cast<std::size_t>(
+          integer(j[i], fmt::format("{}[{}]", path, i), 0, static_cast<std::int64_t>(count) - 1));
+      if (!out.empty() && v <= out.back())
+        fail(fmt::format("{}[{}]", path, i), "indices must be strictly increasing");
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+ private:
+  std::string file_;
+};
+
+const std::regex name_pattern("[A-Za-z0-9._-]+");
+const std::regex decimal_pattern("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?");
+const std::regex rational_pattern("-?[0-9]+(/[1-9][0-9]*)?");
+
+std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
+                               const std::vector<std::int64_t>& shape, const char* dims) {
+  const std::string path = std::string("inputs.") + key;
+  const Json& a = r.object(parent[key], path, {"shape", "float32", "decimal"});
+  r.shape(a["shape"], path + ".shape", shape, dims);
+  std::size_t count = 1;
+  for (auto d : shape) count *= static_cast<std::size_t>(d);
+  std::vector<float> v = r.floats(a["float32"], path + ".float32", count);
+  r.decimals(a["decimal"], path + ".decimal", v);
+  return v;
+}
+
+ExpectedOutput output(const Reader& r, const Json& parent, reference::Output o,
+                      const std::vector<std::int64_t>& shape, const char* dims) {
+  const std::string path = std::string("outputs.") + to_string(o);
+  const Json& j = r.object(parent[to_string(o)], path,
+                           {"shape", "expected", "expected_decimal", "exact", "exact_rational",
+                            "bound", "may_overflow", "must_be_nonfinite"});
+  r.shape(j["shape"], path + ".shape", shape, dims);
+  std::size_t count = 1;
+  for (auto d : shape) count *= static_cast<std::size_t>(d);
+  ExpectedOutput e;
+  e.expected = r.floats(j["expected"], path + ".expected", count);
+  r.decimals(j["expected_decimal"], path + ".expected_decimal", e.expected);
+  r.array(j["exact"], path + ".exact", count);
+  r.array(j["exact_rational"], path + ".exact_rational", count);
+  r.array(j["bound"], path + ".bound", count);
+  for (std::size_t i = 0; i < count; ++i) {
+    e.exact.push_back(r.matching(j["exact"][i], fmt::format("{}.exact[{}]", path, i),
+                                 decimal_pattern, "a decimal number"));
+    e.exact_rational.push_back(r.matching(j["exact_rational"][i],
+                                          fmt::format("{}.exact_rational[{}]", path, i),
+                                          rational_pattern, "an integer or a fraction p/q"));
+    const Json& b = j["bound"][i];
+    const std::string item = fmt::format("{}.bound[{}]", path, i);
+    r.expect_type(b, item, b.is_number(), "a number");
+    const double v = b.get<double>();
+    if (!(v >= 0.0) || !std::isfinite(v)) r.fail(item, fmt::format("{} is not a bound (>= 0)", v));
+    e.bound.push_back(v);
+  }
+  e.may_overflow = r.indices(j["may_overflow"], path + ".may_overflow", count);
+  e.must_be_nonfinite = r.indices(j["must_be_nonfinite"], path + ".must_be_nonfinite", count);
+  return e;
+}
+
+}  // namespace
+
+Fixture parse_fixture(std::string_view text, const std::string& file) {
+  const Reader r(file);
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    // Not only parse_error: a number beyond double's range is out_of_range.406.
+    r.fail("", fmt::format("not JSON: {}", e.what()));
+  }
+  r.object(j, "", {"format", "version", "name", "inputs", "arithmetic", "outputs", "provenance"},
+           {"description", "property"});
+  if (r.string(j["format"], "format") != format_name)
+    r.fail("format", fmt::format("expected \"{}\"", format_name));
+  const auto version = r.integer(j["version"], "version", 0, std::numeric_limits<int>::max());
+  if (version != format_version)
+    r.fail("version", fmt::format("version {} is not supported (this reader knows version {})",
+                                  version, format_version));
+  Fixture f;
+  f.name = r.matching(j["name"], "name", name_pattern, "a file stem ([A-Za-z0-9._-]+)");
+  if (j.contains("description")) f.description = r.string(j["description"], "description");
+  if (j.contains("property")) {
+    f.property = r.string(j["property"], "property");
+    try {
+      properties::find_property(*f.property);
+    } catch (const std::invalid_argument& e) {
+      r.fail("property", e.what());
+    }
+  }
+
+  const Json& a = r.object(j["arithmetic"], "arithmetic", {"unit_roundoff", "subnormals"});
+  r.expect_type(a["unit_roundoff"], "arithmetic.unit_roundoff", a["unit_roundoff"].is_number(),
+                "a number");
+  f.arithmetic.u = a["unit_roundoff"].get<double>();
+  if (!(f.arithmetic.u > 0.0 && f.arithmetic.u < 1.0))
+    r.fail("arithmetic.unit_roundoff", fmt::format("{} is outside (0, 1)", f.arithmetic.u));
+  const std::string sub = r.string(a["subnormals"], "arithmetic.subnormals");
+  if (sub != "ieee" && sub != "ftz")
+    r.fail("arithmetic.subnormals", fmt::format("\"{}\" is neither \"ieee\" nor \"ftz\"", sub));
+  f.arithmetic.subnormals = reference::parse_subnormals(sub.c_str());
+
+  const Json& in =
+      r.object(j["inputs"], "inputs",
+               {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"});
+  reference::Case& c = f.inputs;
+  c.n = static_cast<int>(r.integer(in["n"], "inputs.n", 1, max_dim));
+  c.d = static_cast<int>(r.integer(in["d"], "inputs.d", 1, max_dim));
+  c.k = static_cast<int>(r.integer(in["k"], "inputs.k", 1, max_dim));
+  c.num_shards = static_cast<int>(r.integer(in["num_shards"], "inputs.num_shards", 1, max_dim));
+  c.step = r.integer(in["step"], "inputs.step", 0, max_step - 1);
+  c.lr = input_array(r, in, "lr", {}, reference::dimension_names(reference::Extent::one))[0];
+  for (const reference::InputArray& a : reference::input_arrays)
+    c.*a.member = input_array(r, in, a.name, reference::dimensions(a.extent, c.n, c.d, c.k),
+                              reference::dimension_names(a.extent));
+
+  std::vector<std::string> output_keys;
+  for (const reference::OutputInfo& o : reference::output_table) output_keys.push_back(o.name);
+  output_keys.push_back("step");
+  const Json& out = r.object(j["outputs"], "outputs", output_keys);
+  for (const reference::OutputInfo& o : reference::output_table)
+    f.outputs[o.output] = output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
+                                 reference::dimension_names(o.extent));
+  f.step = r.integer(out["step"], "outputs.step", 1, max_step);
+
+  const Json& p =
+      r.object(j["provenance"], "provenance",
+               {"generator", "generator_version", "mode", "parameters", "oracle"}, {"seed"});
+  f.provenance.generator = r.string(p["generator"], "provenance.generator");
+  f.provenance.generator_version = r.string(p["generator_version"], "provenance.generator_version");
+  f.provenance.mode = r.string(p["mode"], "provenance.mode");
+  if (f.provenance.mode != "canonical" && f.provenance.mode != "generate" &&
+      f.provenance.mode != "counterexample")
+    r.fail("provenance.mode",
+           fmt::format("\"{}\" is not canonical, generate or counterexample", f.provenance.mode));
+  if (p.contains("seed")) {
+    const Json& seed = p["seed"];
+    r.expect_type(seed, "provenance.seed", seed.is_number_unsigned(), "a non-negative integer");
+    f.provenance.seed = seed.get<std::uint64_t>();
+  }
+  r.expect_type(p["parameters"], "provenance.parameters", p["parameters"].is_object(), "an object");
+  f.provenance.parameters = p["parameters"];
+  f.provenance.oracle = r.string(p["oracle"], "provenance.oracle");
+  return f;
+}
+
+Fixture read_fixture(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FixtureError(FixtureError::Kind::malformed, path.string(), "", "cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_fixture(text.str(), path.string());
+}
+
+}  // namespace sgdc::conformance::regression

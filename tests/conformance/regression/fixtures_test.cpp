@@ -1,0 +1,321 @@
+// The fixture format, its validation, the oracle check, generation and replay.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "protocol/base64.hpp"
+#include "sgdc/conformance/builtin/catalogue.hpp"
+#include "sgdc/conformance/regression/canonical.hpp"
+#include "sgdc/conformance/regression/counterexample.hpp"
+#include "sgdc/conformance/regression/derive.hpp"
+#include "sgdc/conformance/regression/exact_value.hpp"
+#include "sgdc/conformance/regression/fixture_error.hpp"
+#include "sgdc/conformance/regression/fixture_json.hpp"
+#include "sgdc/conformance/regression/generate.hpp"
+#include "sgdc/conformance/regression/replay.hpp"
+#include "sgdc/properties/property.hpp"
+
+namespace sgdc::conformance::regression {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Fixture canonical(const std::string& name) {
+  for (Fixture& f : canonical_fixtures())
+    if (f.name == name) return f;
+  throw std::invalid_argument(name);
+}
+
+std::unique_ptr<properties::Implementation> builtin(const char* name) {
+  return builtin::make(builtin::find(name));
+}
+
+TEST(ExactValue, TerminatingDecimalsKeepEveryDigit) {
+  EXPECT_EQ(decimal_text(reference::Rational(5, 2)), "2.5");
+  EXPECT_EQ(decimal_text(reference::Rational(-40265319, 134217728)),
+            "-0.300000004470348358154296875");
+  EXPECT_EQ(decimal_text(reference::Rational(0)), "0");
+  EXPECT_EQ(decimal_text(reference::Rational(1000)), "1000");
+  reference::Rational tiny(1);
+  for (int i = 0; i < 149; ++i) tiny /= 2;
+  EXPECT_EQ(decimal_text(tiny),
+            "1.40129846432481707092372958328991613128026194187651577175706828388979108268586060"
+            "148663818836212158203125e-45");
+  reference::Rational big(1);
+  for (int i = 0; i < 70; ++i) big *= 2;
+  EXPECT_EQ(decimal_text(big), "1.180591620717411303424e+21");
+  EXPECT_TRUE(decimal_terminates(tiny));
+}
+
+TEST(ExactValue, OtherValuesRoundTo40SignificantDigits) {
+  EXPECT_EQ(decimal_text(reference::Rational(1, 3)), "0.3333333333333333333333333333333333333333");
+  EXPECT_EQ(decimal_text(reference::Rational(-2, 3)),
+            "-0.6666666666666666666666666666666666666667");
+  EXPECT_FALSE(decimal_terminates(reference::Rational(1, 3)));
+  EXPECT_EQ(rational_text(reference::Rational(-6, 4)), "-3/2");
+  EXPECT_EQ(rational_text(reference::Rational(3)), "3");
+}
+
+TEST(FixtureJson, WorkedExampleMatchesTheSpec) {
+  const Fixture f = canonical("worked-example");
+  EXPECT_EQ(f.outputs.loss.expected[0], 2.5f);
+  EXPECT_EQ(f.outputs.grad_kernel.expected[0], 5.0f);
+  EXPECT_EQ(f.outputs.grad_bias.expected[0], 3.0f);
+  EXPECT_EQ(f.outputs.kernel.expected[0], 0.5f);
+  EXPECT_EQ(f.outputs.bias.expected[0], -0.3f);
+  EXPECT_EQ(f.step, 1);
+  const std::string text = to_json_text(f);
+  EXPECT_NE(text.find("\"lr\": {\n      \"shape\": [],\n      \"float32\": \"zczMPQ==\""),
+            std::string::npos)
+      << text;
+}
+
+TEST(FixtureJson, EveryCanonicalFixtureRoundTrips) {
+  for (const Fixture& f : canonical_fixtures()) {
+    const std::string text = to_json_text(f);
+    const Fixture back = parse_fixture(text, f.name);
+    EXPECT_EQ(to_json_text(back), text) << f.name;
+    EXPECT_NO_THROW(verify_against_oracle(back, f.name));
+  }
+}
+
+TEST(FixtureJson, CommittedCanonicalFilesAreUpToDate) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(SGDC_FIXTURES_DIR) / "canonical";
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir)) files += e.path().extension() == ".json";
+  const auto list = canonical_fixtures();
+  EXPECT_EQ(files, list.size()) << "regenerate with: sgd-conformance fixtures generate "
+                                   "--canonical --out fixtures/canonical";
+  for (const Fixture& f : list) {
+    std::ifstream in(dir / (f.name + ".json"), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), to_json_text(f)) << f.name << " differs from canonical_fixtures()";
+  }
+}
+
+TEST(Generate, SameOptionsSameBytes) {
+  GenerateOptions o;
+  o.seed = 7;
+  o.count = 8;
+  const auto a = generate_fixtures(o), b = generate_fixtures(o);
+  ASSERT_EQ(a.size(), 8u);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(to_json_text(a[i]), to_json_text(b[i]));
+  // Fixture i does not depend on how many were asked for; another seed gives others.
+  o.count = 3;
+  const Fixture again = generate_fixtures(o)[2];
+  EXPECT_EQ(again.inputs.x, a[2].inputs.x);
+  EXPECT_EQ(again.inputs.kernel, a[2].inputs.kernel);
+  EXPECT_EQ(again.inputs.lr, a[2].inputs.lr);
+  o.seed = 8;
+  EXPECT_NE(generate_fixtures(o)[0].inputs.x, a[0].inputs.x);
+}
+
+TEST(Generate, ShapeAndMagnitudeOptionsApply) {
+  GenerateOptions o;
+  o.count = 4;
+  o.n = 5;
+  o.d = 2;
+  o.k = 3;
+  o.magnitudes = Magnitudes::extreme;
+  for (const Fixture& f : generate_fixtures(o)) {
+    EXPECT_EQ(f.inputs.n, 5);
+    EXPECT_EQ(f.inputs.d, 2);
+    EXPECT_EQ(f.inputs.k, 3);
+    EXPECT_EQ(f.provenance.parameters["case_magnitudes"], "extreme");
+  }
+}
+
+// Mutates the worked example's JSON and expects a malformed-fixture error.
+void expect_malformed(const char* base, const std::function<void(Json&)>& mutate,
+                      const std::string& field, const std::string& reason) {
+  Json j = Json::parse(to_json_text(canonical(base)));
+  mutate(j);
+  try {
+    parse_fixture(j.dump(), "x.json");
+    ADD_FAILURE() << "accepted; expected an error at " << field;
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.kind(), FixtureError::Kind::malformed);
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_NE(e.reason().find(reason), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("x.json: " + field + ": ", 0), 0u) << e.what();
+  }
+}
+
+TEST(Validation, MalformedFixturesNameFileFieldAndReason) {
+  expect_malformed(
+      "uneven-shards",
+      [](Json& j) {
+        j["outputs"]["kernel"]["expected"] = protocol::encode_floats(std::vector<float>(5, 1.0f));
+      },
+      "outputs.kernel.expected", "5 values, expected 6");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["outputs"].erase("bias"); }, "outputs.bias",
+      "required field is missing");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["version"] = 2; }, "version", "not supported");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["inputs"]["lr"]["float32"] = "zczMPQ="; },
+      "inputs.lr.float32", "multiple of 4");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["inputs"]["x"]["decimal"][1] = "2.5"; },
+      "inputs.x.decimal[1]", "the bits say 2");
+  expect_malformed(
+      "worked-example",
+      [](Json& j) {
+        j["inputs"]["kernel"]["shape"] = {2, 1};
+      },
+      "inputs.kernel.shape", "expected [1, 1]");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["inputs"]["n"] = "2"; }, "inputs.n",
+      "expected an integer, got a string");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["outputs"]["loss"]["bound"][0] = -1.0; },
+      "outputs.loss.bound[0]", "not a bound");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["outputs"]["loss"]["exact"][0] = "2,5"; },
+      "outputs.loss.exact[0]", "not a decimal");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["outputs"]["kernel"]["may_overflow"] = {1}; },
+      "outputs.kernel.may_overflow[0]", "outside 0 .. 0");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["provenence"] = Json::object(); }, "provenence",
+      "unknown field");
+  expect_malformed(
+      "worked-example", [](Json& j) { j["property"] = "acuracy"; }, "property",
+      "no property named");
+}
+
+TEST(Validation, NotJsonIsMalformed) {
+  try {
+    parse_fixture("{\"format\": ", "broken.json");
+    ADD_FAILURE();
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.kind(), FixtureError::Kind::malformed);
+    EXPECT_NE(std::string(e.what()).find("broken.json: not JSON"), std::string::npos);
+  }
+}
+
+// A well-formed fixture whose stored expectation is not the oracle's.
+void expect_corrupt(const std::function<void(Fixture&)>& mutate, const std::string& field) {
+  Fixture f = canonical("uneven-shards");
+  mutate(f);
+  try {
+    verify_against_oracle(parse_fixture(to_json_text(f), "c.json"), "c.json");
+    ADD_FAILURE() << "accepted; expected corruption at " << field;
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.kind(), FixtureError::Kind::corrupt);
+    EXPECT_EQ(e.field(), field) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("corrupt fixture: c.json: " + field, 0), 0u);
+  }
+}
+
+TEST(Validation, DisagreementWithTheOracleIsCorruption) {
+  expect_corrupt(
+      [](Fixture& f) {
+        f.outputs.kernel.expected[3] = std::nextafter(f.outputs.kernel.expected[3], 9.f);
+      },
+      "outputs.kernel.expected[3]");
+  expect_corrupt([](Fixture& f) { f.outputs.loss.bound[0] *= 2; }, "outputs.loss.bound[0]");
+  expect_corrupt([](Fixture& f) { f.outputs.grad_bias.exact_rational[1] = "1/3"; },
+                 "outputs.grad_bias.exact_rational[1]");
+  expect_corrupt([](Fixture& f) { f.outputs.bias.may_overflow = {0}; },
+                 "outputs.bias.may_overflow");
+  expect_corrupt([](Fixture& f) { f.step += 1; }, "outputs.step");
+  // The inputs are authoritative: changing one makes every expectation stale.
+  expect_corrupt([](Fixture& f) { f.inputs.lr = 0.5f; }, "outputs.kernel.expected[0]");
+}
+
+TEST(Replay, ConformingBuiltinsPassAndMutantsFail) {
+  for (const char* name :
+       {"float32", "sequential", "pairwise", "sharded", "float64", "fma-update", "scale-first"}) {
+    auto impl = builtin(name);
+    for (const Fixture& f : canonical_fixtures()) {
+      const ReplayOutcome r = replay(f, *impl);
+      EXPECT_TRUE(r.passed) << name << " on " << f.name << ": "
+                            << (r.failures.empty() ? "" : r.failures[0]);
+    }
+  }
+  auto wrong_sign = builtin("wrong-sign");
+  const ReplayOutcome r = replay(canonical("worked-example"), *wrong_sign);
+  EXPECT_FALSE(r.passed);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_EQ(r.failures[0].rfind("kernel[0]: got 1.5", 0), 0u) << r.failures[0];
+}
+
+// Flushes subnormal outputs to zero, declaring `declared`.
+class Flushing : public properties::Implementation {
+ public:
+  explicit Flushing(reference::Subnormals declared) : inner_(builtin("float32")) {
+    decl_ = inner_->declaration();
+    decl_.arithmetic.subnormals = declared;
+  }
+  const properties::Declaration& declaration() const override { return decl_; }
+  properties::StepOutcome step(const reference::Case& c) override {
+    properties::StepOutcome out = inner_->step(c);
+    auto flush = [](std::vector<float>& v) {
+      for (float& f : v)
+        if (std::fpclassify(f) == FP_SUBNORMAL) f = 0.0f;
+    };
+    flush(out.result->kernel);
+    flush(out.result->bias);
+    flush(out.result->grad_kernel);
+    flush(out.result->grad_bias);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<properties::Implementation> inner_;
+  properties::Declaration decl_;
+};
+
+TEST(Replay, JudgedWithTheBoundOfTheDeclaredArithmetic) {
+  const Fixture f = canonical("subnormal-outputs");
+  Flushing honest(reference::Subnormals::flush_to_zero), dishonest(reference::Subnormals::ieee);
+  EXPECT_TRUE(replay(f, honest).passed);
+  EXPECT_FALSE(replay(f, dishonest).passed);
+}
+
+TEST(Counterexample, CapturedFailuresFailAgainOnReplay) {
+  auto mutant = builtin("mean-over-batch");
+  properties::RunOptions options;
+  options.seed = 1;
+  const properties::PropertyReport report =
+      properties::run_property(properties::find_property("accuracy"), *mutant, options);
+  ASSERT_TRUE(report.counterexample);
+  const Fixture f = counterexample_fixture("accuracy", *report.counterexample,
+                                           mutant->declaration(), options.seed);
+  EXPECT_EQ(f.name, counterexample_name("accuracy", *report.counterexample, mutant->declaration(),
+                                        options.seed));
+  EXPECT_EQ(f.name.rfind("builtin-mean-over-batch.accuracy.seed-1.case-", 0), 0u) << f.name;
+  const Fixture back = parse_fixture(to_json_text(f), f.name);
+  verify_against_oracle(back, f.name);
+  EXPECT_EQ(back.property, "accuracy");
+  EXPECT_FALSE(replay(back, *mutant).passed);
+  auto reference = builtin("float32");
+  EXPECT_TRUE(replay(back, *reference).passed);
+}
+
+TEST(Counterexample, PropertyOnlyFailuresReplayThroughTheProperty) {
+  // Every output is right; only the counter is wrong, which the step_counter property
+  // checks through its own rule.
+  auto mutant = builtin("step-not-advanced");
+  properties::RunOptions options;
+  options.seed = 1;
+  const properties::PropertyReport report =
+      properties::run_property(properties::find_property("step_counter"), *mutant, options);
+  ASSERT_TRUE(report.counterexample);
+  const Fixture f = counterexample_fixture("step_counter", *report.counterexample,
+                                           mutant->declaration(), options.seed);
+  const ReplayOutcome r = replay(f, *mutant);
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.failures.back().find("step_counter: "), std::string::npos) << r.failures.back();
+}
+
+}  // namespace
+}  // namespace sgdc::conformance::regression
