@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <numbers>
 #include <random>
 
@@ -48,51 +50,45 @@ float draw_lr(Rng& rng, LrRegime regime) {
   }
 }
 
-// A counter value where counters fail in one case of three (2^24 - 1, 2^24, 2^31 - 1,
-// 2^31, the last before the end, the end itself), small in one of six, else log-uniform
-// over the whole range.
-std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
-  const std::int64_t most = reference::largest_drawn_count(counter);
-  const int kind = std::uniform_int_distribution<int>(0, 5)(rng);
-  if (kind < 2) {
-    const std::int64_t edges[] = {(std::int64_t{1} << 24) - 1,
-                                  std::int64_t{1} << 24,
-                                  (std::int64_t{1} << 31) - 1,
-                                  std::int64_t{1} << 31,
-                                  most - 1,
-                                  most};
-    std::vector<std::int64_t> in_range;
-    for (std::int64_t e : edges)
-      if (e >= 0 && e <= most) in_range.push_back(e);
-    return in_range[std::uniform_int_distribution<std::size_t>(0, in_range.size() - 1)(rng)];
+// The case's shape: from the pool, the cheap shapes at small sizes; or drawn alone.
+Shape pick_shape(Rng& rng, const CaseSpace& space, const CaseProfile& p, int size) {
+  if (space.pool.empty()) {
+    if (space.shapes) {
+      Shape s = draw_shape(rng, *space.shapes);
+      for (int* dim : {&s.n, &s.d, &s.k}) *dim = std::min(*dim, p.max_dim);
+      return s;
+    }
+    const int most = std::min(p.max_dim, 12);
+    const int hi = 1 + (std::max(0, most - 1) * std::min(size, 100)) / 100;
+    auto dim = [&] { return std::uniform_int_distribution<int>(1, std::max(1, hi))(rng); };
+    const int n = dim(), d = dim(), k = dim();
+    return {n, d, k};
   }
-  if (kind == 2)
-    return std::uniform_int_distribution<std::int64_t>(0, std::min<std::int64_t>(most, 1000))(rng);
-  const double bits = std::log2(static_cast<double>(most) + 1.0);
-  const double v = std::floor(std::exp2(uniform(rng, 0.0, bits))) - 1.0;
-  return std::clamp<std::int64_t>(v >= 0x1p63 ? most : static_cast<std::int64_t>(v), 0, most);
-}
-
-int draw_dim(Rng& rng, const CaseProfile& p, int size) {
-  const int hi = p.min_dim + (std::max(0, p.max_dim - p.min_dim) * std::min(size, 100)) / 100;
-  return std::uniform_int_distribution<int>(p.min_dim, std::max(p.min_dim, hi))(rng);
+  std::vector<const Shape*> fit;
+  for (const Shape& s : space.pool)
+    if (std::max({s.n, s.d, s.k}) <= p.max_dim) fit.push_back(&s);
+  if (fit.empty())
+    for (const Shape& s : space.pool) fit.push_back(&s);
+  // Cheapest first as the size grows: the first cases are small, and from the twentieth on
+  // every shape may come.
+  const std::size_t open = std::max<std::size_t>(
+      1, (fit.size() * static_cast<std::size_t>(std::min(size, 20) + 1) + 20) / 21);
+  return *fit[std::uniform_int_distribution<std::size_t>(0, std::min(open, fit.size()) - 1)(rng)];
 }
 
 reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p, int size) {
   reference::Case c;
-  c.n = draw_dim(rng, p, size);
-  c.d = draw_dim(rng, p, size);
-  c.k = draw_dim(rng, p, size);
+  const Shape shape = pick_shape(rng, space, p, size);
+  c.n = shape.n;
+  c.d = shape.d;
+  c.k = shape.k;
   c.num_shards = std::uniform_int_distribution<int>(1, std::max(1, space.max_shards))(rng);
   c.step = draw_step(rng, space.counter);
-  auto fill = [&](std::vector<float>& v, std::size_t count) {
-    v.resize(count);
+  for (const reference::InputArray& in : reference::input_arrays) {
+    std::vector<float>& v = c.*in.member;
+    v.resize(reference::element_count(in.extent, c.n, c.d, c.k));
     for (float& f : v) f = draw_value(rng, p.spread);
-  };
-  fill(c.kernel, static_cast<std::size_t>(c.d) * c.k);
-  fill(c.bias, static_cast<std::size_t>(c.k));
-  fill(c.x, static_cast<std::size_t>(c.n) * c.d);
-  fill(c.y, static_cast<std::size_t>(c.n) * c.k);
+  }
   c.lr = draw_lr(rng, p.lr);
   if (p.cancellation) {
     // y = x W + b to float32 (computed in double), then nudged by a few ULPs, so that
@@ -113,18 +109,42 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
 
 // --- shrinking: structure first, then values -------------------------------------
 
-reference::Case drop_row(const reference::Case& c, int i) {
+// The case with only the rows [begin, end), inputs [d0, d1) and outputs [k0, k1).
+reference::Case keep(const reference::Case& c, int begin, int end, int d0, int d1, int k0, int k1) {
   reference::Case s = c;
+  s.n = end - begin;
+  s.d = d1 - d0;
+  s.k = k1 - k0;
+  auto take = [](const std::vector<float>& v, int cols, int r0, int r1, int c0, int c1) {
+    std::vector<float> out;
+    out.reserve(static_cast<std::size_t>(r1 - r0) * (c1 - c0));
+    for (int i = r0; i < r1; ++i)
+      out.insert(out.end(), v.begin() + static_cast<std::ptrdiff_t>(i) * cols + c0,
+                 v.begin() + static_cast<std::ptrdiff_t>(i) * cols + c1);
+    return out;
+  };
+  s.kernel = take(c.kernel, c.k, d0, d1, k0, k1);
+  s.bias = take(c.bias, c.k, 0, 1, k0, k1);
+  s.x = take(c.x, c.d, begin, end, d0, d1);
+  s.y = take(c.y, c.k, begin, end, k0, k1);
+  return s;
+}
+
+reference::Case drop_row(const reference::Case& c, int i) {
+  reference::Case s = keep(c, 0, c.n, 0, c.d, 0, c.k);
   --s.n;
-  s.x.erase(s.x.begin() + i * c.d, s.x.begin() + (i + 1) * c.d);
-  s.y.erase(s.y.begin() + i * c.k, s.y.begin() + (i + 1) * c.k);
+  s.x.erase(s.x.begin() + static_cast<std::ptrdiff_t>(i) * c.d,
+            s.x.begin() + static_cast<std::ptrdiff_t>(i + 1) * c.d);
+  s.y.erase(s.y.begin() + static_cast<std::ptrdiff_t>(i) * c.k,
+            s.y.begin() + static_cast<std::ptrdiff_t>(i + 1) * c.k);
   return s;
 }
 
 reference::Case drop_input(const reference::Case& c, int l) {
   reference::Case s = c;
   --s.d;
-  s.kernel.erase(s.kernel.begin() + l * c.k, s.kernel.begin() + (l + 1) * c.k);
+  s.kernel.erase(s.kernel.begin() + static_cast<std::ptrdiff_t>(l) * c.k,
+                 s.kernel.begin() + static_cast<std::ptrdiff_t>(l + 1) * c.k);
   s.x.clear();
   for (int i = 0; i < c.n; ++i)
     for (int m = 0; m < c.d; ++m)
@@ -168,57 +188,74 @@ std::vector<float> simpler(float v) {
 
 rc::Seq<reference::Case> shrink_case(const reference::Case& c);
 
+// Smaller structures, lazily (cases can be large): one shard; the first half of the
+// rows, inputs or outputs (a large case shrinks in few steps); each row, input or output
+// dropped, last first; one shard fewer; the counter at 0.
 rc::Seq<reference::Case> structural(const reference::Case& c) {
-  std::vector<reference::Case> out;
+  using Edit = std::function<reference::Case()>;
+  std::vector<Edit> edits;
   if (c.num_shards > 1)
-    out.push_back([&] {
+    edits.push_back([c] {
       reference::Case s = c;
       s.num_shards = 1;
       return s;
-    }());
-  for (int i = c.n - 1; i >= 0 && c.n > 1; --i) out.push_back(drop_row(c, i));
-  for (int l = c.d - 1; l >= 0 && c.d > 1; --l) out.push_back(drop_input(c, l));
-  for (int j = c.k - 1; j >= 0 && c.k > 1; --j) out.push_back(drop_output(c, j));
+    });
+  if (c.n > 2) edits.push_back([c] { return keep(c, 0, (c.n + 1) / 2, 0, c.d, 0, c.k); });
+  if (c.d > 2) edits.push_back([c] { return keep(c, 0, c.n, 0, (c.d + 1) / 2, 0, c.k); });
+  if (c.k > 2) edits.push_back([c] { return keep(c, 0, c.n, 0, c.d, 0, (c.k + 1) / 2); });
+  auto shared = std::make_shared<const reference::Case>(c);
+  auto drops = [shared](int count, reference::Case (*drop)(const reference::Case&, int)) {
+    return rc::seq::map(rc::seq::range<int>(count - 1, -1),
+                        [shared, drop](int i) { return drop(*shared, i); });
+  };
+  rc::Seq<reference::Case> first =
+      rc::seq::map(rc::seq::fromContainer(std::move(edits)), [](const Edit& e) { return e(); });
+  std::vector<Edit> last;
   if (c.num_shards > 2)
-    out.push_back([&] {
+    last.push_back([c] {
       reference::Case s = c;
       --s.num_shards;
       return s;
-    }());
+    });
   if (c.step != 0)
-    out.push_back([&] {
+    last.push_back([c] {
       reference::Case s = c;
       s.step = 0;
       return s;
-    }());
-  return rc::seq::fromContainer(std::move(out));
+    });
+  return rc::seq::concat(
+      std::move(first), c.n > 1 ? drops(c.n, drop_row) : rc::Seq<reference::Case>(),
+      c.d > 1 ? drops(c.d, drop_input) : rc::Seq<reference::Case>(),
+      c.k > 1 ? drops(c.k, drop_output) : rc::Seq<reference::Case>(),
+      rc::seq::map(rc::seq::fromContainer(std::move(last)), [](const Edit& e) { return e(); }));
 }
 
+// Simpler values, one element at a time, lazily: the arrays of the input table, then lr.
 rc::Seq<reference::Case> numeric(const reference::Case& c) {
-  // One field at a time, one element at a time, lazily: cases can be large.
-  auto fields = std::make_shared<std::vector<std::pair<int, std::size_t>>>();
-  const std::vector<float>* arrays[] = {&c.kernel, &c.bias, &c.x, &c.y};
-  for (int a = 0; a < 4; ++a)
-    for (std::size_t e = 0; e < arrays[a]->size(); ++e) fields->emplace_back(a, e);
-  fields->emplace_back(4, 0);  // lr
-  return rc::seq::mapcat(
-      rc::seq::range<std::size_t>(0, fields->size()), [c, fields](std::size_t f) {
-        const auto [a, e] = (*fields)[f];
-        reference::Case base = c;
-        std::vector<float>* targets[] = {&base.kernel, &base.bias, &base.x, &base.y};
-        const float v = a == 4 ? c.lr : (*targets[a])[e];
-        std::vector<reference::Case> out;
-        for (float s : simpler(v)) {
-          reference::Case t = base;
-          std::vector<float>* tt[] = {&t.kernel, &t.bias, &t.x, &t.y};
-          if (a == 4)
-            t.lr = s;
-          else
-            (*tt[a])[e] = s;
-          out.push_back(std::move(t));
-        }
-        return rc::seq::fromContainer(std::move(out));
-      });
+  auto shared = std::make_shared<const reference::Case>(c);
+  std::size_t total = 1;
+  for (const reference::InputArray& in : reference::input_arrays) total += (c.*in.member).size();
+  return rc::seq::mapcat(rc::seq::range<std::size_t>(0, total), [shared](std::size_t f) {
+    const reference::Case& base = *shared;
+    // Element f of the inputs in table order; the last one is lr.
+    std::vector<float> reference::Case::*member = nullptr;
+    std::size_t at = f;
+    for (const reference::InputArray& in : reference::input_arrays) {
+      if (at < (base.*in.member).size()) {
+        member = in.member;
+        break;
+      }
+      at -= (base.*in.member).size();
+    }
+    const float v = member ? (base.*member)[at] : base.lr;
+    std::vector<reference::Case> out;
+    for (float s : simpler(v)) {
+      reference::Case t = base;
+      (member ? (t.*member)[at] : t.lr) = s;
+      out.push_back(std::move(t));
+    }
+    return rc::seq::fromContainer(std::move(out));
+  });
 }
 
 rc::Seq<reference::Case> shrink_case(const reference::Case& c) {
@@ -226,6 +263,30 @@ rc::Seq<reference::Case> shrink_case(const reference::Case& c) {
 }
 
 }  // namespace
+
+std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
+  const std::int64_t most = reference::largest_drawn_count(counter);
+  const int kind = std::uniform_int_distribution<int>(0, 5)(rng);
+  if (kind < 2) {
+    const std::int64_t edges[] = {(std::int64_t{1} << 24) - 1,
+                                  std::int64_t{1} << 24,
+                                  (std::int64_t{1} << 31) - 1,
+                                  std::int64_t{1} << 31,
+                                  most - 1,
+                                  most};
+    std::vector<std::int64_t> in_range;
+    for (std::int64_t e : edges)
+      if (e >= 0 && e <= most) in_range.push_back(e);
+    return in_range[std::uniform_int_distribution<std::size_t>(0, in_range.size() - 1)(rng)];
+  }
+  if (kind == 2)
+    return std::uniform_int_distribution<std::int64_t>(0, std::min<std::int64_t>(most, 1000))(rng);
+  // Log-uniform: 2^u - 1 for u uniform in [0, log2(most + 1)].
+  const double bits = std::log2(static_cast<double>(most) + 1.0);
+  const double v = std::floor(std::exp2(uniform(rng, 0.0, bits))) - 1.0;
+  return v >= static_cast<double>(most) ? most
+                                        : std::max<std::int64_t>(0, static_cast<std::int64_t>(v));
+}
 
 rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profile) {
   return rc::Gen<reference::Case>([space, profile](const rc::Random& random, int size) {
@@ -260,7 +321,6 @@ rc::Gen<reference::Case> special_cases(const CaseSpace& space) {
                                          -0x1p120f};
     // A learning rate is not negative (frameworks may rightly reject one that is).
     static constexpr float lr_specials[] = {NAN, INFINITY, -0.0f, 0x1p-149f, 0x1.fffffep127f};
-    std::vector<float>* arrays[] = {&c.kernel, &c.bias, &c.x, &c.y};
     auto pick = [&] { return specials[std::uniform_int_distribution<int>(0, 8)(rng)]; };
     const int count = std::uniform_int_distribution<int>(1, 3)(rng);
     for (int i = 0; i < count; ++i) {
@@ -269,7 +329,7 @@ rc::Gen<reference::Case> special_cases(const CaseSpace& space) {
         c.lr = lr_specials[std::uniform_int_distribution<int>(0, 4)(rng)];
         continue;
       }
-      auto& v = *arrays[which];
+      auto& v = c.*reference::input_arrays[which].member;
       v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)] = pick();
     }
     return rc::shrinkable::shrinkRecur(c, &shrink_case);

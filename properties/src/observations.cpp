@@ -17,7 +17,7 @@ void Observations::record(reference::Output o, const reference::ElementCheck& c)
   Worst seen;
   seen.seen = true;
   if (std::isfinite(c.ratio)) seen.ratio = c.ratio;
-  seen.ulps = c.ulps;
+  if (c.bound_ulps <= ulp_scale) seen.ulps = c.ulps;
   add(per_output[o], seen);
 }
 

@@ -62,7 +62,8 @@ rc::Shrinkable<reference::Case> draw_for_run(const Property& property, const Cas
 CaseSpace case_space(const Declaration& declaration, const RunOptions& options) {
   CaseSpace space;
   space.counter = declaration.counter;
-  (void)options;
+  space.pool = shape_pool(options.seed, options.shapes);
+  space.shapes = options.shapes;
   return space;
 }
 

@@ -12,6 +12,10 @@ ElementCheck check_element(float actual, const Expected& e) {
   const bool finite = std::isfinite(actual);
   if (finite && std::isfinite(e.value) && std::abs(e.value) > e.bound)
     out.ulps = ulp_distance(actual, e.rounded);
+  const float magnitude = std::abs(e.rounded);
+  const double ulp =
+      static_cast<double>(std::nextafter(magnitude, INFINITY)) - static_cast<double>(magnitude);
+  out.bound_ulps = std::isfinite(ulp) && ulp > 0.0 && magnitude > 0.0 ? e.bound / ulp : INFINITY;
   if (e.must_be_nonfinite) {
     out.ok = !finite;
     if (!out.ok) out.why = "a non-finite input reaches this output, so NaN or +-inf is due";

@@ -18,6 +18,7 @@ int run_main(int argc, char** argv,
     const int rc = app.exit(e);
     return rc == 0 ? 0 : could_not_test_status;
   }
+  cli::apply_run_defaults(app, settings);
   settings.impl = argv[0];
   settings.replay_prefix = shell_quote(argv[0]);
   return run(std::move(settings), make);

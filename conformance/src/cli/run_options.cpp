@@ -16,6 +16,32 @@ void add_run_options(CLI::App& cmd, RunSettings& a) {
          "--shards", [&run](int s) { run.num_shards = s; },
          "Give every generated case this num_shards")
       ->check(CLI::PositiveNumber);
+  properties::ShapeOptions& shapes = run.shapes;
+  cmd.add_option_function<std::vector<std::string>>(
+         "--shape",
+         [&a](const std::vector<std::string>& texts) {
+           for (const std::string& t : texts) {
+             const auto shape = properties::parse_shape(t);
+             if (!shape) throw CLI::ValidationError("--shape", "expected NxDxK, got " + t);
+             a.suite.run.shapes.exact.push_back(*shape);
+           }
+         },
+         "Run at this layer shape NxDxK only (repeatable; 10 cases per property unless --cases)")
+      ->type_name("NxDxK");
+  cmd.add_option("--shape-pool", shapes.pool,
+                 "Distinct shapes a run draws from (0: a new shape every case)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--max-rows", shapes.max_rows, "Largest N drawn at a tile boundary")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd.add_option("--max-features", shapes.max_features, "Largest D or K drawn at a tile boundary")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  cmd.add_option("--shape-budget", shapes.budget,
+                 "Most multiply-adds (N*D*K) of a drawn shape; the small dimensions shrink to fit")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40))
+      ->capture_default_str();
   cmd.add_option("--json", a.json_path, "Write the JSON report to FILE");
   cmd.add_option("--junit", a.junit_path, "Write a JUnit XML report to FILE");
   cmd.add_option("--save-failures", a.save_failures_dir,
@@ -28,6 +54,12 @@ void add_run_options(CLI::App& cmd, RunSettings& a) {
           {"conformant", ExpectedVerdict::conformant},
           {"not_conformant", ExpectedVerdict::not_conformant}}))
       ->default_str("conformant");
+}
+
+void apply_run_defaults(const CLI::App& cmd, RunSettings& settings) {
+  // At a user's own (large) shapes a run takes fewer cases unless told otherwise.
+  properties::RunOptions& run = settings.suite.run;
+  if (!run.shapes.exact.empty() && cmd.count("--cases") == 0) run.cases = exact_shape_cases;
 }
 
 void add_adapter_options(CLI::App& cmd, protocol::AdapterOptions& options) {

@@ -22,7 +22,8 @@ void add_run(CLI::App& app, const char* argv0, int& status) {
       ->capture_default_str();
   add_run_options(*cmd, args->settings);
   add_adapter_options(*cmd, args->adapter);
-  cmd->callback([args, &status, program = std::string(argv0)] {
+  cmd->callback([cmd, args, &status, program = std::string(argv0)] {
+    apply_run_defaults(*cmd, args->settings);
     args->settings.replay_prefix =
         fmt::format("{} run --impl {}", program, shell_quote(args->settings.impl));
     status = run(args->settings,

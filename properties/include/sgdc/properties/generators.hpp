@@ -1,11 +1,19 @@
 #pragma once
 /// \file
-/// RapidCheck generators of step inputs. Shapes grow with RapidCheck's size from 1x1x1;
-/// values come from several profiles; every generated case shrinks by dropping rows and
-/// columns first, then simplifying values, so counterexamples end small.
+/// RapidCheck generators of step inputs. Shapes come from the run's shape pool
+/// (shapes.hpp), cheap ones first as RapidCheck's size grows; values come from several
+/// profiles; the step counter spans the declared counter's range. Every generated case
+/// shrinks by halving and dropping rows and columns first, then simplifying values, so
+/// counterexamples end small.
 
 #include <rapidcheck.h>
 
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "sgdc/properties/shapes.hpp"
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/counter.hpp"
 
@@ -15,8 +23,18 @@ namespace sgdc::properties {
 /// and the run asks for.
 struct CaseSpace {
   int max_shards = 8;          ///< num_shards drawn from 1..max_shards (often not dividing n)
-  reference::Counter counter;  ///< `step` drawn over the counter's range (see draw_step)
+  reference::Counter counter;  ///< `step` drawn over the counter's range
+  /// The shapes to draw from, cheapest first (shape_pool). Empty: each case draws its own,
+  /// with draw_shape under `shapes` when given, else with every dimension uniform in
+  /// 1..min(max_dim, 12), growing with the size (small cases for meta-tests).
+  std::vector<Shape> pool;
+  std::optional<ShapeOptions> shapes;
 };
+
+/// The step counter before the step: in one case of three a value where counters fail
+/// (2^24 - 1, 2^24, 2^31 - 1, 2^31, the last value before the end, the end itself, those
+/// in range), in one of six a small one (0..1000), else log-uniform over the whole range.
+std::int64_t draw_step(std::mt19937_64& rng, const reference::Counter& counter);
 
 /// How input values are distributed.
 enum class Spread {
@@ -37,16 +55,20 @@ enum class LrRegime {
 struct CaseProfile {
   Spread spread = Spread::unit;
   LrRegime lr = LrRegime::mixed;
-  int max_dim = 12;           ///< largest n, d, k at RapidCheck size 100
+  /// Largest n, d, k: pool shapes beyond it are not drawn (unless no pool shape fits),
+  /// shapes drawn alone are clamped to it.
+  int max_dim = 12;
   bool cancellation = false;  ///< targets y within a few ULPs of x W + b
-  int min_dim = 1;            ///< smallest n, d, k
 };
 
 /// Cases drawn from `profile` within `space`, with the custom shrinking described above.
 rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profile);
 
+/// No limit on a pool shape's dimensions.
+inline constexpr int any_dim = 1 << 30;
+
 /// The default mixture: every spread and lr regime, cancellation in one case of four.
-rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim = 12);
+rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim = any_dim);
 
 /// Small cases with special values injected: NaN, +-inf, -0, subnormals and values near
 /// float32's overflow threshold, at least one per case.

@@ -15,8 +15,9 @@ namespace sgdc::properties {
 struct Observations {
   struct Worst {
     double ratio = 0.0;  ///< error / bound, over finite values
-    /// ULPs from the correctly rounded value, over the elements where that distance means
-    /// something (ElementCheck::ulps); empty when there was none.
+    /// ULPs from the correctly rounded value, over the elements whose bound is at most
+    /// `ulp_scale` ULPs (there ULPs are the natural measure: a long sum's bound, or a
+    /// cancelled result's, may rightly span millions); empty when there was none.
     std::optional<std::uint64_t> ulps;
     bool seen = false;
   };
@@ -28,6 +29,9 @@ struct Observations {
   };
   /// The layout of the last case that reported one (protocol `shards`), if any.
   std::optional<ShardStorage> shard_storage;
+
+  /// The largest bound, in ULPs, of an element whose ULP distance is recorded.
+  static constexpr double ulp_scale = 16.0;
 
   void record(reference::Output o, const reference::ElementCheck& c);
   /// Adds what `later` saw (its shard storage, if any, replaces this one's).

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "sgdc/properties/property.hpp"
+#include "sgdc/properties/shapes.hpp"
 
 namespace sgdc::properties {
 
@@ -23,6 +24,8 @@ struct RunOptions {
   int shrink_budget = 2000;  ///< most property evaluations spent shrinking
   /// Drawn cases evaluated together: each round of their steps goes to one step_batch call.
   int batch = 8;
+  /// The shapes cases take (the pool comes from `seed`).
+  ShapeOptions shapes;
 };
 
 /// A failure, before and after shrinking.
@@ -52,7 +55,8 @@ struct PropertyReport {
   double seconds = 0.0;
 };
 
-/// The space cases are drawn from for `declaration` under `options`.
+/// The space cases are drawn from for `declaration` under `options`: the declared counter,
+/// the declared most shards, and the run's shape pool.
 CaseSpace case_space(const Declaration& declaration, const RunOptions& options);
 
 /// Runs `property` against `impl`. `progress`, when given, is called with the number of

@@ -20,6 +20,9 @@ struct ElementCheck {
   /// correct result may be any number of ULPs away: the bound is relative to the terms of
   /// the sum, not to its cancelled result). Empty otherwise.
   std::optional<std::uint64_t> ulps;
+  /// The bound in ULPs of the correctly rounded value (infinite where the value is 0 or
+  /// not finite): where it is small, ULPs are the natural measure of an error.
+  double bound_ulps = 0.0;
   std::string why;  ///< empty when ok, else a sentence saying what is wrong
 };
 
