@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The step sharded with JAX SPMD over num_shards CPU devices: ZeRO-3 / FSDP placement.
 
-    conformance/python/run-jax-spmd-adapter [--mutant NAME]
-    conformance/python/run-jax-spmd-adapter --dump-hlo N,D,K,S   # compiled HLO, then exit
+    conformance/python/run-adapter conformance/python/adapters/jax_spmd_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/jax_spmd_step.py --dump-hlo N,D,K,S
 
 Devices: JAX on the CPU is given MAX_DEVICES (8) host devices before it is imported
 (`--xla_force_host_platform_device_count`); a case with num_shards = S runs on a
@@ -23,7 +23,8 @@ The step is one jax.jit of the global computation with these shardings: gatherin
 parameters from the flat shards, the residual on each batch shard, value_and_grad, and
 p - lr*g on the sharded parameters. XLA's SPMD partitioner inserts the collectives
 (all-gather of the parameters, all-reduce / reduce-scatter of the loss and gradient
-partial sums); `--dump-hlo` prints the compiled module so a test can see them. One
+partial sums); `--dump-hlo` prints the compiled module (to stdout, then exits) so a
+test can see them. One
 executable per (N, D, K, S), reused for every case of that shape (lr is an argument).
 
 Layout: the `shards` reported are read from the updated parameter array itself: for
@@ -41,10 +42,13 @@ Mutants (--mutant, each a sharding bug the suite must reject):
                        sharded) and the layout says so: a placement violation
 """
 
+from __future__ import annotations
+
 import argparse
 import collections
 import os
-import sys
+
+import sgdc_adapter
 
 MAX_DEVICES = 8
 
@@ -54,8 +58,6 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={MAX_DEVICES}".strip()
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
 jax, jnp, np = sgdc_adapter.require("jax", "jax.numpy", "numpy")
 from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
@@ -221,9 +223,10 @@ def main():
     args = parser.parse_args()
     if args.dump_hlo:
         n, d, k, shards = (int(v) for v in args.dump_hlo.split(","))
-        # sgdc_adapter keeps the original stdout for protocol lines; the dump goes there.
-        sgdc_adapter._proto.write(compiled_hlo(n, d, k, shards, args.mutant).encode())
-        sgdc_adapter._proto.flush()
+        # The real stdout gets the dump alone; anything else printed goes to stderr.
+        out = sgdc_adapter.reserve_stdout()
+        out.write(compiled_hlo(n, d, k, shards, args.mutant).encode())
+        out.flush()
         return
     sgdc_adapter.serve(
         lambda case: step(case, args.mutant),

@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The step sharded ZeRO-3 / FSDP style over torch.distributed (gloo) worker processes.
 
-    /usr/bin/python3 conformance/python/adapters/torch_distributed_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/torch_distributed_step.py [--mutant NAME]
 
 Processes: this process speaks the protocol and coordinates; it starts MAX_SHARDS (8)
 gloo worker processes on 127.0.0.1 only (TCP rendezvous on a free loopback port,
@@ -17,15 +17,17 @@ the N rows are both split as numpy.array_split does (the first parts one longer)
 rank then, with real collectives:
   1. all_gather(parameter shards) -> the whole kernel and bias (a temporary copy);
   2. autograd on its rows of loss_part = sum(r*r) / (N*K), r = x_i @ W + b - y_i;
-  3. all_reduce(SUM) of loss_part and of the flat gradient (torch 1.13's gloo has no
-     reduce_scatter), keeping only its own slice of the gradient;
+  3. all_reduce(SUM) of loss_part and of the flat gradient (an all-reduce rather than a
+     reduce_scatter, which older gloo builds lack), keeping only its own slice of the
+     gradient;
   4. torch.optim.SGD(lr) steps its own shard (an nn.Parameter of its slice) only,
      and drops the gathered copy.
 The coordinator reports the shards concatenated, and the layout each rank reports from
 the tensor it keeps (how many kernel and bias elements it holds).
 
-Debian bookworm's torch 1.13 has no CPU FSDP, so the sharding is written with its
-collectives; the algorithm is FSDP's (FULL_SHARD) with an all-reduce for the scatter.
+The sharding is written with explicit collectives rather than torch's FSDP, so every
+step of the algorithm is visible; it is FSDP's (FULL_SHARD) with an all-reduce for the
+scatter. Tested with torch 2.13.0 (CPU); the code also runs on torch 1.13.
 
 Process hygiene: every worker dies with this process (PR_SET_PDEATHSIG, daemon
 processes, atexit, SIGTERM/SIGINT handlers, end of input); collectives and waits on
@@ -51,8 +53,8 @@ import signal
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
+import sgdc_adapter
+
 np, torch, dist = sgdc_adapter.require("numpy", "torch", "torch.distributed")
 
 MAX_SHARDS = 8
