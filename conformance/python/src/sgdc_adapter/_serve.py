@@ -354,15 +354,16 @@ class _Conversation:
 
     def _answer(self, mid: Any, case: Case, out: BatchOutput, printed: set[int]) -> None:
         if not isinstance(out, BaseException):
+            arrays = Arrays(binary=self.binary)
             try:
-                arrays = Arrays(binary=self.binary)
                 res = build_result(case, out, self.adapter.capabilities, arrays)
+            except Exception as e:  # noqa: BLE001 - a malformed output is the case's error
+                out = e
+            else:
                 if arrays.binary:
                     res["payload"] = arrays.size
                 self.out.send({"op": "result", "id": mid, **res}, arrays.payload())
                 return
-            except Exception as e:  # noqa: BLE001 - a malformed output is the case's error
-                out = e
         self.out.send({"op": "error", "id": mid, "message": _error_message(out, printed)})
 
 

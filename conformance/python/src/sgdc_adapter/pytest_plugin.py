@@ -9,7 +9,8 @@ served from this process (see `sgdc_adapter.suite`), and turns the verdict into 
 test's outcome: NOT CONFORMANT fails the test with the text report (each failed
 property's shrunk counterexample and replay line); "could not test" (exit 2) fails it
 with the CLI's stderr; an adapter that is skipped (exit 77) skips it; no CLI found
-skips it with a message saying how to point at one. `run` returns the result without
+skips it with a message saying how to point at one ($SGDC_CLI naming no executable
+fails it). `run` returns the result without
 judging it. Both return a `SuiteResult` (verdict, JSON report, text report).
 """
 
@@ -36,7 +37,8 @@ class Sgdc:
             properties: Sequence[str] = (), case: int | None = None,
             case_timeout: float | None = None, extra_args: Sequence[str] = (),
             timeout: float = 600.0) -> SuiteResult:
-        """Run the suite against the step; skips the test when no CLI is found."""
+        """Run the suite against the step. No CLI on PATH skips the test; $SGDC_CLI
+        naming no executable fails it."""
         fn = step if step is not None else step_batch
         adapter = Adapter(step, step_batch=step_batch, max_batch=max_batch,
                           name=name or str(getattr(fn, "__name__", "pytest-step")), version=version,
@@ -46,6 +48,8 @@ class Sgdc:
         try:
             cli = find_cli()
         except CliNotFound as e:
+            if e.configured:  # pointed at, but wrong: a mistake to fix, not a skip
+                pytest.fail(str(e), pytrace=False)
             pytest.skip(str(e))
         return run_suite(adapter, cli=cli, cases=cases, seed=seed, properties=properties,
                          case=case, case_timeout=case_timeout, extra_args=extra_args,

@@ -34,8 +34,12 @@ VERDICTS = {0: "conformant", 1: "not_conformant", 2: "could_not_test", 77: "skip
 
 
 class CliNotFound(Exception):
-    """The suite's CLI is not where $SGDC_CLI says, or not on PATH; the message says how
-    to point at it."""
+    """The suite's CLI is not where $SGDC_CLI says (`configured` True), or not on PATH;
+    the message says how to point at it."""
+
+    def __init__(self, message: str, configured: bool) -> None:
+        super().__init__(message)
+        self.configured = configured
 
 
 def find_cli() -> str:
@@ -45,12 +49,12 @@ def find_cli() -> str:
         if os.path.isfile(named) and os.access(named, os.X_OK):
             return named
         raise CliNotFound(f"{CLI_ENV}={named} is not an executable file; point {CLI_ENV} at "
-                          f"the built suite (e.g. build/bin/{CLI_NAME})")
+                          f"the built suite (e.g. build/bin/{CLI_NAME})", configured=True)
     found = shutil.which(CLI_NAME)
     if found is None:
         raise CliNotFound(f"the sgd-conformance CLI was not found: set {CLI_ENV}=/path/to/"
                           f"{CLI_NAME} (e.g. build/bin/{CLI_NAME} of a build of the suite) "
-                          f"or put {CLI_NAME} on PATH")
+                          f"or put {CLI_NAME} on PATH", configured=False)
     return found
 
 
@@ -164,7 +168,7 @@ class _SocketServer:
                 pass
             conn.close()
 
-    def close(self, wait: float = 5.0) -> None:
+    def close(self, wait: float = 2.0) -> None:
         """Stop accepting, end every conversation, wait up to `wait` seconds for them (a
         step still running is left to finish in its daemon thread)."""
         self.closing.set()
