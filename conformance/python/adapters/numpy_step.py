@@ -50,8 +50,10 @@ def next_step(step: int, mutant: str | None = None) -> Any:
     keeps it in float32 or int32, or does not advance it)."""
     if mutant == "step_not_advanced":
         return step
-    if mutant == "float32_counter":
-        return F32(step) + F32(1)  # stops at 2**24: 2**24 + 1 rounds back to 2**24
+    if mutant == "float32_counter":  # stops at 2**24: 2**24 + 1 rounds back to 2**24
+        counter = np.array([step], dtype=F32) + F32(1)
+        with np.errstate(invalid="ignore"):  # back to int64 for the API: 2**63 does not fit
+            return counter.astype(np.int64)[0]
     if mutant == "int32_counter":  # C casts and array arithmetic: wraps to -2**31 silently
         return (np.array([step], dtype=np.int64).astype(np.int32) + np.int32(1))[0]
     if step > INT64_MAX:

@@ -105,8 +105,8 @@ def test_a_closure_over_an_in_memory_model(sgdc: Any) -> None:
 
 
 def test_a_batched_step_conforms(sgdc: Any) -> None:
-    def step_batch(cases: list[sgdc_adapter.Case]) -> list[Any]:
-        return [numpy_step(c) for c in cases]
+    def step_batch(cases: list[sgdc_adapter.Case]) -> list[Any]:  # int64 counter, saturating
+        return [{**numpy_step(c), "step": min(c.step + 1, 2**63 - 1)} for c in cases]
 
     sgdc.check(step_batch=step_batch, max_batch=8, name="batched",
                capabilities=("grads", "step_counter"), counter=("int64", "saturate"), cases=CASES)
