@@ -22,7 +22,7 @@ def test_importing_the_kit_has_no_side_effects() -> None:
     r = run_python("""
         import os, sys
         before = (os.fstat(1).st_ino, sys.stdout)
-        import sgdc_adapter, sgdc_adapter.suite, sgdc_adapter.relay
+        import sgdc_adapter, sgdc_adapter.suite, sgdc_adapter.relay, sgdc_adapter.pytest_plugin
         assert (os.fstat(1).st_ino, sys.stdout) == before, "stdout changed"
         print("still stdout")
     """)
