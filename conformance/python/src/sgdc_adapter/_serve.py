@@ -286,6 +286,14 @@ class _Conversation:
             self._break_off(f"the next step message (id {mid!r}) is not part of it: {e}")
             self.out.send({"op": "error", "id": mid, "message": str(e)})
             return
+        if size == 1 and not self.pending:  # the common case, a batch of one: no lists
+            try:
+                case = parse_case(msg, payload)
+            except RejectCase as e:
+                self.out.send({"op": "error", "id": mid, "message": str(e)})
+                return
+            self._answer(mid, case, self._run_step([case])[0], set())
+            return
         if self.pending and (size != self.batch_size or index != len(self.pending)):
             self._break_off(f"the next step message (id {mid!r}) has batch_index {index}, "
                             f"batch_size {size}" + ("" if "batch_index" in msg else
