@@ -4,7 +4,7 @@
 #   scripts/install-python-deps.sh [VENV_DIR]        default: .venv in the repository root
 #
 # 1. python3 -m venv VENV_DIR (with `python3`, the default interpreter; on Debian the
-#    python3-venv package is installed first when venv or ensurepip is missing).
+#    python3-venv package is installed when that fails for want of it).
 # 2. Pinned frameworks from PyPI, CPU only: NumPy, pytest, PyTorch, JAX/jaxlib, Flax,
 #    optax (the newest releases that support Python 3.11).
 # 3. The adapter kit itself (pip install ./conformance/python, distribution
@@ -40,13 +40,16 @@ venv_part() {
     echo "install-python-deps: $venv exists ($("$python" --version))" >&2
     return 0
   fi
-  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "install-python-deps: installing python3-venv" >&2
-    $sudo apt-get update -q
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-venv
+  if python3 -m venv "$venv"; then
+    return 0
   fi
+  # Debian's python3 makes venvs (with pip) only with its python3-venv package.
+  rm -rf "$venv"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-python-deps: python3 -m venv failed; installing python3-venv and retrying" >&2
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-venv
   python3 -m venv "$venv"
 }
 
