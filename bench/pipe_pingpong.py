@@ -2,19 +2,21 @@
 """The machine's floor for any round trip between two processes: one byte there and
 back through two pipes, with the processes on different CPUs and on the same CPU.
 
-    /usr/bin/python3 bench/pipe_pingpong.py [ROUND_TRIPS]       default 5000
+    python3 bench/pipe_pingpong.py [ROUND_TRIPS]       default 5000
 
 Each round trip wakes a sleeping process twice; on a virtual machine a wake-up across
 CPUs costs an inter-processor interrupt through the hypervisor. Prints microseconds per
 round trip (mean).
 """
 
+from __future__ import annotations
+
 import os
 import sys
 import time
 
 
-def ping_pong(count, parent_cpu, child_cpu):
+def ping_pong(count: int, parent_cpu: int, child_cpu: int) -> float:
     to_child, to_parent = os.pipe(), os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -35,7 +37,7 @@ def ping_pong(count, parent_cpu, child_cpu):
     return elapsed / count * 1e6
 
 
-def main():
+def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) > 1:

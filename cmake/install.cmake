@@ -19,7 +19,9 @@ install(TARGETS ${sgdc_install_targets} EXPORT sgd_conformance_targets
 install(DIRECTORY reference/include/ properties/include/ conformance/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(DIRECTORY conformance/python/ DESTINATION ${SGDC_INSTALL_PYTHONDIR}
-        USE_SOURCE_PERMISSIONS PATTERN __pycache__ EXCLUDE PATTERN tests EXCLUDE)
+        USE_SOURCE_PERMISSIONS PATTERN __pycache__ EXCLUDE PATTERN tests EXCLUDE
+        PATTERN build EXCLUDE PATTERN *.egg-info EXCLUDE PATTERN .pytest_cache EXCLUDE
+        PATTERN .mypy_cache EXCLUDE)
 install(EXPORT sgd_conformance_targets NAMESPACE sgdc:: FILE sgd_conformanceTargets.cmake
         DESTINATION ${sgdc_package_dir})
 

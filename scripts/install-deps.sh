@@ -2,8 +2,9 @@
 # Installs what sgd-conformance needs on Debian bookworm, as root (or with sudo).
 #
 #   scripts/install-deps.sh          compilers and libraries: enough to build and run the suite
-#   scripts/install-deps.sh --all    also the Python frameworks the adapter tests run
-#                                    (NumPy, PyTorch from Debian; JAX/Flax/optax from PyPI)
+#   scripts/install-deps.sh --all    also the Python adapters' venv (.venv: NumPy, pytest,
+#                                    PyTorch, JAX/Flax/optax from PyPI, and the adapter kit),
+#                                    made by scripts/install-python-deps.sh
 #
 # Idempotent: packages already present are left alone.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The seed program: Flax NNX Linear + optax.sgd, run by JAX on the CPU.
 
-    conformance/python/run-flax-adapter          # uses the venv from scripts/install-python-deps.sh
+    conformance/python/run-adapter conformance/python/adapters/flax_nnx_step.py
 
 Tested with jax/jaxlib 0.10.2, flax 0.12.8, optax 0.2.8 (the versions that script
 pins), and also with flax 0.10.7 (jax 0.6.2) and flax 0.11.2 (jax 0.7.2): small shims
@@ -11,7 +11,8 @@ below cover the older APIs (`nnx.Optimizer(model, tx)` without `wrt`,
 Per case: `nnx.Linear(d, k)` gets the case's kernel and bias, `nnx.Optimizer` wraps
 `optax.sgd(lr)` with lr the case's float32 value exactly, its step counter is set to
 case.step, then `nnx.value_and_grad` and `optimizer.update`. The reported step is the
-optimizer's own counter (uint32: larger case.step values are rejected).
+optimizer's own counter, a uint32 (larger case.step values are rejected); declared
+counter=("uint32", "wrap"), what a uint32 array's `+ 1` does at 2**32 - 1.
 
 The loss and gradients are jit-compiled (nnx.jit caches one executable per shape, as
 a training loop would use it); the suite's ever new shapes make the first case of each
@@ -25,34 +26,36 @@ Subnormals: XLA on CPU flushes subnormal inputs and results to zero (FTZ/DAZ), s
 the adapter declares subnormals="ftz".
 """
 
+from __future__ import annotations
+
 import inspect
 import os
-import sys
+from typing import Any
+
+import sgdc_adapter
 
 os.environ["JAX_PLATFORMS"] = "cpu"
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
 flax, jnp, np, optax, nnx = sgdc_adapter.require("flax", "jax.numpy", "numpy", "optax", "flax.nnx")
 
 _WRT = "wrt" in inspect.signature(nnx.Optimizer.__init__).parameters  # Flax >= 0.11
 _UPDATE_TAKES_MODEL = "model" in inspect.signature(nnx.Optimizer.update).parameters
 
 
-def _get(var):
+def _get(var: Any) -> Any:
     """A Variable's array: `var[...]` (`.value` is deprecated in Flax 0.12), else `.value`."""
     return var[...] if hasattr(var, "__getitem__") else var.value
 
 
-_models = {}
+_models: dict[tuple[int, int], Any] = {}
 
 
 @nnx.jit
-def loss_and_grads(model, x, y):
+def loss_and_grads(model: Any, x: Any, y: Any) -> Any:
     loss_fn = lambda m: jnp.mean((m(x) - y) ** 2)  # noqa: E731
     return nnx.value_and_grad(loss_fn)(model)
 
 
-def step(case):
+def step(case: sgdc_adapter.Case) -> dict[str, Any]:
     if case.step >= 2**32:
         raise sgdc_adapter.RejectCase("NNX keeps the step counter as uint32; step must be < 2**32")
     if (case.d, case.k) not in _models:  # the layer is reused; its values are replaced below
@@ -82,4 +85,5 @@ def step(case):
 
 if __name__ == "__main__":
     sgdc_adapter.serve(step, name="flax-nnx", version=flax.__version__,
-                       capabilities=("grads", "step_counter"), subnormals="ftz")
+                       capabilities=("grads", "step_counter"), subnormals="ftz",
+                       counter=("uint32", "wrap"))

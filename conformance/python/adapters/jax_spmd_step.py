@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The step sharded with JAX SPMD over num_shards CPU devices: ZeRO-3 / FSDP placement.
 
-    conformance/python/run-jax-spmd-adapter [--mutant NAME]
-    conformance/python/run-jax-spmd-adapter --dump-hlo N,D,K,S   # compiled HLO, then exit
+    conformance/python/run-adapter conformance/python/adapters/jax_spmd_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/jax_spmd_step.py --dump-hlo N,D,K,S
 
 Devices: JAX on the CPU is given MAX_DEVICES (8) host devices before it is imported
 (`--xla_force_host_platform_device_count`); a case with num_shards = S runs on a
@@ -23,7 +23,8 @@ The step is one jax.jit of the global computation with these shardings: gatherin
 parameters from the flat shards, the residual on each batch shard, value_and_grad, and
 p - lr*g on the sharded parameters. XLA's SPMD partitioner inserts the collectives
 (all-gather of the parameters, all-reduce / reduce-scatter of the loss and gradient
-partial sums); `--dump-hlo` prints the compiled module so a test can see them. One
+partial sums); `--dump-hlo` prints the compiled module (to stdout, then exits) so a
+test can see them. One
 executable per (N, D, K, S), reused for every case of that shape (lr is an argument).
 
 Layout: the `shards` reported are read from the updated parameter array itself: for
@@ -41,10 +42,14 @@ Mutants (--mutant, each a sharding bug the suite must reject):
                        sharded) and the layout says so: a placement violation
 """
 
+from __future__ import annotations
+
 import argparse
 import collections
 import os
-import sys
+from typing import Any
+
+import sgdc_adapter
 
 MAX_DEVICES = 8
 
@@ -54,8 +59,6 @@ _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
     os.environ["XLA_FLAGS"] = f"{_flags} --xla_force_host_platform_device_count={MAX_DEVICES}".strip()
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
 jax, jnp, np = sgdc_adapter.require("jax", "jax.numpy", "numpy")
 from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
 
@@ -63,13 +66,13 @@ F32 = np.float32
 MUTANTS = ("no_average", "drop_remainder_rows", "full_replica")
 
 
-def split_sizes(total, parts):
+def split_sizes(total: int, parts: int) -> list[int]:
     """Sizes of numpy.array_split(range(total), parts): the remainder goes to the first parts."""
     q, r = divmod(total, parts)
     return [q + 1 if s < r else q for s in range(parts)]
 
 
-def slots(total, parts, width):
+def slots(total: int, parts: int, width: int) -> Any:
     """Position of each of `total` values in a [parts, width] array, array_split-placed."""
     out, start = np.empty(total, dtype=np.int32), 0
     for s, size in enumerate(split_sizes(total, parts)):
@@ -81,7 +84,7 @@ def slots(total, parts, width):
 class ShardedStep:
     """The jitted step for one (n, d, k, S), with its mesh and placements."""
 
-    def __init__(self, n, d, k, shards, mutant=None):
+    def __init__(self, n: int, d: int, k: int, shards: int, mutant: str | None = None) -> None:
         if jax.device_count() < shards:
             raise sgdc_adapter.RejectCase(f"at most {jax.device_count()} shards (CPU devices)")
         self.n, self.d, self.k, self.shards, self.mutant = n, d, k, shards, mutant
@@ -106,7 +109,7 @@ class ShardedStep:
                           self.mask_sharding, replicated),
             out_shardings=(replicated, self.param_sharding, self.param_sharding))
 
-    def _mask_and_counts(self):
+    def _mask_and_counts(self) -> tuple[Any, int]:
         """Which padded rows are real, and the per-shard row counts."""
         kept = self.n
         if self.mutant == "drop_remainder_rows":
@@ -115,13 +118,13 @@ class ShardedStep:
         real[self.row_slots[:kept]] = True
         return real.reshape(self.shards, self.rows), kept
 
-    def _step(self, params, x, y, mask, lr):
+    def _step(self, params: Any, x: Any, y: Any, mask: Any, lr: Any) -> tuple[Any, Any, Any]:
         d, k = self.d, self.k
         real, kept = self._mask_and_counts()
         count = F32(kept * k)
         param_slots = jnp.asarray(self.param_slots)
 
-        def residual(params):
+        def residual(params: Any) -> Any:
             # FSDP's all-gather: every device needs the whole layer for its batch shard.
             full = jax.lax.with_sharding_constraint(params, self.replicated)
             flat = full.reshape(-1)[param_slots]
@@ -129,11 +132,11 @@ class ShardedStep:
             r = jnp.einsum("srd,dk->srk", x, kernel) + bias - y
             return jnp.where(mask[..., None], r, F32(0))   # select: padding never leaks NaN
 
-        def loss_fn(params):
+        def loss_fn(params: Any) -> Any:
             r = residual(params)
             return jnp.sum(r * r) / count
 
-        def shard_mean_sum(params):
+        def shard_mean_sum(params: Any) -> Any:
             # The no_average bug: sum over shards of each shard's own mean loss.
             r = residual(params)
             per_shard = jnp.asarray(np.maximum(real.sum(axis=1), 1) * k, dtype=F32)
@@ -144,7 +147,7 @@ class ShardedStep:
             grads = jax.grad(shard_mean_sum)(params)
         return loss, params - lr * grads, grads
 
-    def place(self, case):
+    def place(self, case: sgdc_adapter.Case) -> tuple[Any, ...]:
         """The case's inputs as sharded device arrays."""
         flat = np.zeros(self.shards * self.width, dtype=F32)
         flat[self.param_slots] = np.concatenate([case.kernel.reshape(-1), case.bias])
@@ -158,11 +161,11 @@ class ShardedStep:
                 jax.device_put(mask, self.mask_sharding),
                 jnp.asarray(case.lr, dtype=F32))
 
-    def unflatten(self, array):
+    def unflatten(self, array: Any) -> tuple[Any, Any]:
         flat = np.asarray(array).reshape(-1)[self.param_slots]
         return flat[:self.d * self.k].reshape(self.d, self.k), flat[self.d * self.k:]
 
-    def layout(self, array):
+    def layout(self, array: Any) -> list[dict[str, int]]:
         """Per mesh device, the kernel and bias elements its addressable shard of `array` holds."""
         dk, per_device = self.d * self.k, {}
         for shard in array.addressable_shards:
@@ -171,7 +174,7 @@ class ShardedStep:
             per_device[shard.device] = {"kernel": int(np.sum(held < dk)), "bias": int(np.sum(held >= dk))}
         return [per_device[dev] for dev in self.mesh.devices.flat]
 
-    def hlo(self):
+    def hlo(self) -> str:
         """The compiled, partitioned HLO module as text."""
         args = (jax.ShapeDtypeStruct((self.shards, self.width), F32, sharding=self.param_sharding),
                 jax.ShapeDtypeStruct((self.shards, self.rows, self.d), F32, sharding=self.batch_sharding),
@@ -181,11 +184,11 @@ class ShardedStep:
         return self.fn.lower(*args).compile().as_text()
 
 
-_steps = collections.OrderedDict()
+_steps: collections.OrderedDict[tuple[int, int, int, int, str | None], ShardedStep] = collections.OrderedDict()
 _CACHED_STEPS = 256  # executables kept, least recently used dropped: bounds the memory
 
 
-def sharded_step(n, d, k, shards, mutant=None):
+def sharded_step(n: int, d: int, k: int, shards: int, mutant: str | None = None) -> ShardedStep:
     """The cached ShardedStep for this shape and shard count."""
     key = (n, d, k, shards, mutant)
     if key in _steps:
@@ -197,12 +200,12 @@ def sharded_step(n, d, k, shards, mutant=None):
     return _steps[key]
 
 
-def compiled_hlo(n, d, k, shards, mutant=None):
+def compiled_hlo(n: int, d: int, k: int, shards: int, mutant: str | None = None) -> str:
     """Compiled HLO text of the step for this shape and shard count."""
     return sharded_step(n, d, k, shards, mutant).hlo()
 
 
-def step(case, mutant=None):
+def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     if case.num_shards > MAX_DEVICES:
         raise sgdc_adapter.RejectCase(f"at most {MAX_DEVICES} shards (CPU devices)")
     s = sharded_step(case.n, case.d, case.k, case.num_shards, mutant)
@@ -213,7 +216,7 @@ def step(case, mutant=None):
             "grad_kernel": grad_kernel, "grad_bias": grad_bias, "shards": s.layout(new_params)}
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one sharding bug")
     parser.add_argument("--dump-hlo", metavar="N,D,K,S",
@@ -221,9 +224,10 @@ def main():
     args = parser.parse_args()
     if args.dump_hlo:
         n, d, k, shards = (int(v) for v in args.dump_hlo.split(","))
-        # sgdc_adapter keeps the original stdout for protocol lines; the dump goes there.
-        sgdc_adapter._proto.write(compiled_hlo(n, d, k, shards, args.mutant).encode())
-        sgdc_adapter._proto.flush()
+        # The real stdout gets the dump alone; anything else printed goes to stderr.
+        out = sgdc_adapter.reserve_stdout()
+        out.write(compiled_hlo(n, d, k, shards, args.mutant).encode())
+        out.flush()
         return
     sgdc_adapter.serve(
         lambda case: step(case, args.mutant),

@@ -1,25 +1,34 @@
 #!/usr/bin/env python3
 """Plain float32 NumPy implementation of the step: the template for adapter authors.
 
-    python3 conformance/python/adapters/numpy_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/numpy_step.py [--mutant NAME]
 
-Speaks protocol v1 on stdin/stdout (see sgdc_adapter.py). With --mutant NAME it
-injects one known bug, so that the suite can show it rejects that bug; the hello
-reply then names the adapter "numpy-mutant-NAME".
+Speaks protocol v1 on stdin/stdout through the kit (`sgdc_adapter`, installed with
+`pip install ./conformance/python`). With --mutant NAME it injects one known bug, so
+that the suite can show it rejects that bug; the hello reply then names the adapter
+"numpy-mutant-NAME".
+
+Step counter: kept as a NumPy int64 that saturates, declared counter=("int64",
+"saturate"): at 2**63 - 1 it stays there.
 """
 
-import argparse
-import os
-import sys
+from __future__ import annotations
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
-import numpy as np  # noqa: E402
+import argparse
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+import sgdc_adapter
 
 F32 = np.float32
+INT64_MAX = np.iinfo(np.int64).max
+Array = npt.NDArray[np.float32]
 
 
-def mse_and_grads(x, y, kernel, bias, count):
+def mse_and_grads(x: Array, y: Array, kernel: Array, bias: Array,
+                  count: int) -> tuple[np.float32, Array, Array]:
     """Loss and gradients of mean((x @ kernel + bias - y)**2), the mean taken over `count`."""
     r = x @ kernel + bias - y                 # residual [n, k], float32
     loss = np.sum(r * r) / F32(count)         # float32 throughout (NumPy sums pairwise)
@@ -28,19 +37,55 @@ def mse_and_grads(x, y, kernel, bias, count):
     return loss, grad_kernel, grad_bias
 
 
-def step(case, mutant=None):
+def equal_weight_mean(parts: list[tuple[np.float32, Array, Array]]) -> tuple[np.float32, Array, Array]:
+    """The mean of per-part (loss, grad_kernel, grad_bias), every part weighted alike."""
+    count = F32(len(parts))
+    return (sum((p[0] for p in parts), F32(0)) / count,
+            sum((p[1] for p in parts), np.zeros_like(parts[0][1])) / count,
+            sum((p[2] for p in parts), np.zeros_like(parts[0][2])) / count)
+
+
+def next_step(step: int, mutant: str | None = None) -> Any:
+    """The step counter after one step: an int64 that saturates at 2**63 - 1 (a mutant
+    keeps it in float32 or int32, or does not advance it)."""
+    if mutant == "step_not_advanced":
+        return step
+    if mutant == "float32_counter":  # stops at 2**24: 2**24 + 1 rounds back to 2**24
+        counter = np.array([step], dtype=F32) + F32(1)
+        with np.errstate(invalid="ignore"):  # back to int64 for the API: 2**63 does not fit
+            return counter.astype(np.int64)[0]
+    if mutant == "int32_counter":  # C casts and array arithmetic: wraps to -2**31 silently
+        return (np.array([step], dtype=np.int64).astype(np.int32) + np.int32(1))[0]
+    if step > INT64_MAX:
+        raise sgdc_adapter.RejectCase(f"step {step} does not fit the int64 counter")
+    counter = np.int64(step)
+    return counter if counter == INT64_MAX else counter + np.int64(1)
+
+
+def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     x, y, kernel, bias, lr = case.x, case.y, case.kernel, case.bias, case.lr
-    n, k, shards = case.n, case.k, case.num_shards
+    n, d, k, shards = case.n, case.d, case.k, case.num_shards
 
     if mutant == "drop_remainder_rows":
         n = (n // shards) * shards
         x, y = x[:n], y[:n]
-    count = {"mean_over_batch": n, "unbiased_mean": n * k - 1}.get(mutant, n * k)
+    elif mutant == "rows_past_16_dropped":  # the kernel reads one tile of 16 rows
+        x, y = x[:16], y[:16]
+    count = {"mean_over_batch": n, "unbiased_mean": n * k - 1}.get(mutant or "", n * k)
 
     if mutant == "mean_of_shard_means":
-        parts = [mse_and_grads(xs, ys, kernel, bias, len(xs) * k)
-                 for xs, ys in zip(np.array_split(x, shards), np.array_split(y, shards))]
-        loss, grad_kernel, grad_bias = (sum(p[i] for p in parts) / F32(shards) for i in range(3))
+        loss, grad_kernel, grad_bias = equal_weight_mean(
+            [mse_and_grads(xs, ys, kernel, bias, len(xs) * k)
+             for xs, ys in zip(np.array_split(x, shards), np.array_split(y, shards))])
+    elif mutant == "chunked_mean_32":  # gradient accumulation: the last chunk may be short
+        loss, grad_kernel, grad_bias = equal_weight_mean(
+            [mse_and_grads(x[i:i + 32], y[i:i + 32], kernel, bias, len(x[i:i + 32]) * k)
+             for i in range(0, n, 32)])
+    elif mutant == "columns_past_8_dropped" and d > 8:
+        used = 8 * (d // 8)
+        loss, used_grad, grad_bias = mse_and_grads(x[:, :used], y, kernel[:used], bias, count)
+        grad_kernel = np.zeros_like(kernel)
+        grad_kernel[:used] = used_grad
     else:
         loss, grad_kernel, grad_bias = mse_and_grads(x, y, kernel, bias, count)
 
@@ -80,18 +125,19 @@ def step(case, mutant=None):
         "bias": new_bias.astype(F32),
         "grad_kernel": grad_kernel.astype(F32),
         "grad_bias": grad_bias.astype(F32),
-        "step": case.step if mutant == "step_not_advanced" else case.step + 1,
+        "step": next_step(case.step, mutant),
     }
 
 
 MUTANTS = ("post_update_loss", "mean_over_batch", "grad_times_shards", "drop_remainder_rows",
            "mean_of_shard_means", "half_precision_grad", "reshape_not_transpose", "wrong_sign",
            "missing_factor_two", "bias_not_updated", "lr_twice", "step_not_advanced",
-           "nondeterministic", "skip_tiny_updates", "unbiased_mean")
+           "nondeterministic", "skip_tiny_updates", "unbiased_mean", "rows_past_16_dropped",
+           "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one known bug")
     mutant = parser.parse_args().mutant  # an unknown name: message on stderr, exit 2
     sgdc_adapter.serve(
@@ -100,6 +146,7 @@ def main():
         version=np.__version__,
         capabilities=("grads", "step_counter"),
         subnormals="ieee",  # NumPy on x86-64/aarch64 keeps IEEE subnormals (no FTZ/DAZ)
+        counter=("int64", "saturate"),
     )
 
 

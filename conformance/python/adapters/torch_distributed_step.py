@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The step sharded ZeRO-3 / FSDP style over torch.distributed (gloo) worker processes.
 
-    /usr/bin/python3 conformance/python/adapters/torch_distributed_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/torch_distributed_step.py [--mutant NAME]
 
 Processes: this process speaks the protocol and coordinates; it starts MAX_SHARDS (8)
 gloo worker processes on 127.0.0.1 only (TCP rendezvous on a free loopback port,
@@ -17,15 +17,17 @@ the N rows are both split as numpy.array_split does (the first parts one longer)
 rank then, with real collectives:
   1. all_gather(parameter shards) -> the whole kernel and bias (a temporary copy);
   2. autograd on its rows of loss_part = sum(r*r) / (N*K), r = x_i @ W + b - y_i;
-  3. all_reduce(SUM) of loss_part and of the flat gradient (torch 1.13's gloo has no
-     reduce_scatter), keeping only its own slice of the gradient;
+  3. all_reduce(SUM) of loss_part and of the flat gradient (an all-reduce rather than a
+     reduce_scatter, which older gloo builds lack), keeping only its own slice of the
+     gradient;
   4. torch.optim.SGD(lr) steps its own shard (an nn.Parameter of its slice) only,
      and drops the gathered copy.
 The coordinator reports the shards concatenated, and the layout each rank reports from
 the tensor it keeps (how many kernel and bias elements it holds).
 
-Debian bookworm's torch 1.13 has no CPU FSDP, so the sharding is written with its
-collectives; the algorithm is FSDP's (FULL_SHARD) with an all-reduce for the scatter.
+The sharding is written with explicit collectives rather than torch's FSDP, so every
+step of the algorithm is visible; it is FSDP's (FULL_SHARD) with an all-reduce for the
+scatter. Tested with torch 2.13.0 (CPU); the code also runs on torch 1.13.
 
 Process hygiene: every worker dies with this process (PR_SET_PDEATHSIG, daemon
 processes, atexit, SIGTERM/SIGINT handlers, end of input); collectives and waits on
@@ -42,6 +44,8 @@ Mutants (--mutant, each a sharding bug the suite must reject):
                        sharding of the state) and reports so: a placement violation
 """
 
+from __future__ import annotations
+
 import argparse
 import atexit
 import datetime
@@ -50,9 +54,11 @@ import os
 import signal
 import socket
 import sys
+from multiprocessing.connection import Connection
+from typing import Any
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
+import sgdc_adapter
+
 np, torch, dist = sgdc_adapter.require("numpy", "torch", "torch.distributed")
 
 MAX_SHARDS = 8
@@ -62,7 +68,7 @@ MUTANTS = ("no_average", "drop_remainder_rows", "full_replica")
 F32 = np.float32
 
 
-def split_bounds(total, parts):
+def split_bounds(total: int, parts: int) -> list[tuple[int, int]]:
     """[begin, end) of each part of numpy.array_split(range(total), parts)."""
     q, r = divmod(total, parts)
     bounds, start = [], 0
@@ -76,7 +82,7 @@ def split_bounds(total, parts):
 # ---- worker side --------------------------------------------------------------------
 
 
-def _die_with_parent():
+def _die_with_parent() -> None:
     """Linux: the kernel kills this worker when the coordinator dies, however it dies."""
     try:
         import ctypes
@@ -85,7 +91,7 @@ def _die_with_parent():
         pass
 
 
-def _worker_step(rank, groups, job):
+def _worker_step(rank: int, groups: dict[int, Any], job: dict[str, Any]) -> dict[str, Any]:
     n, d, k, shards, lr, mutant = (job[key] for key in ("n", "d", "k", "shards", "lr", "mutant"))
     group = groups[shards]
     values, dk = (d + 1) * k, d * k
@@ -129,7 +135,7 @@ def _worker_step(rank, groups, job):
             "kernel": int((held < dk).sum()), "bias": int((held >= dk).sum())}
 
 
-def worker_main(rank, world, port, conn):
+def worker_main(rank: int, world: int, port: int, conn: Connection) -> None:
     """A gloo rank: joins the world, makes the per-S groups, then runs jobs until told to stop."""
     _die_with_parent()
     torch.set_num_threads(1)  # one thread: the same summation order on every run
@@ -155,7 +161,7 @@ def worker_main(rank, world, port, conn):
 # ---- coordinator side ---------------------------------------------------------------
 
 
-def _free_loopback_port():
+def _free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -164,11 +170,13 @@ def _free_loopback_port():
 class Workers:
     """The gloo world: MAX_SHARDS worker processes, started once, killed with the adapter."""
 
-    def __init__(self, world=MAX_SHARDS):
+    def __init__(self, world: int = MAX_SHARDS) -> None:
         self.world = world
-        self.procs, self.conns, self.ready = [], [], False
+        self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.conns: list[Connection] = []
+        self.ready = False
 
-    def start(self):
+    def start(self) -> None:
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
         ctx = multiprocessing.get_context("spawn")
@@ -181,7 +189,7 @@ class Workers:
             self.procs.append(p)
             self.conns.append(parent)
 
-    def _receive(self, rank, timeout):
+    def _receive(self, rank: int, timeout: float) -> Any:
         conn = self.conns[rank]
         if not conn.poll(timeout):
             raise RuntimeError(f"rank {rank} did not answer within {timeout} s")
@@ -190,7 +198,7 @@ class Workers:
         except (EOFError, OSError):
             raise RuntimeError(f"rank {rank} died (exit code {self.procs[rank].exitcode})") from None
 
-    def run(self, jobs):
+    def run(self, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Sends jobs[i] to rank i and returns the answers; restarts the world on failure."""
         try:
             if not self.procs:
@@ -212,7 +220,7 @@ class Workers:
             raise RuntimeError("; ".join(errors))
         return answers
 
-    def stop(self):
+    def stop(self) -> None:
         for conn in self.conns:
             try:
                 conn.send(None)
@@ -226,7 +234,7 @@ class Workers:
         self.procs, self.conns, self.ready = [], [], False
 
 
-def step(case, workers, mutant=None):
+def step(case: sgdc_adapter.Case, workers: Workers, mutant: str | None = None) -> dict[str, Any]:
     n, d, k, shards = case.n, case.d, case.k, case.num_shards
     if shards > workers.world:
         raise sgdc_adapter.RejectCase(f"at most {workers.world} shards (gloo ranks)")
@@ -256,7 +264,7 @@ def step(case, workers, mutant=None):
             "shards": [{"kernel": a["kernel"], "bias": a["bias"]} for a in answers]}
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one sharding bug")
     mutant = parser.parse_args().mutant

@@ -1,9 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The step written the ordinary PyTorch way: nn.Linear + F.mse_loss + optim.SGD, on CPU.
 
-    /usr/bin/python3 conformance/python/adapters/torch_step.py
+    conformance/python/run-adapter conformance/python/adapters/torch_step.py
 
-Written for Debian bookworm's python3-torch (torch 1.13); any torch >= 1.13 works.
+Tested with torch 2.13.0 (CPU), the version scripts/install-python-deps.sh pins; the
+code also runs on torch 1.13.
 
 Layout: nn.Linear stores `weight` as [k, d], the suite's kernel transposed; the
 adapter copies kernel.T in and reports weight.T (and weight.grad.T) back.
@@ -16,17 +17,18 @@ Step counter: torch.optim.SGD without momentum keeps no step count, so the adapt
 does not claim "step_counter".
 """
 
-import os
-import sys
+from __future__ import annotations
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import sgdc_adapter  # noqa: E402  (first: it reserves stdout for the protocol)
+from typing import Any
+
+import sgdc_adapter
+
 torch, = sgdc_adapter.require("torch")
 
 torch.set_num_threads(1)  # one thread: the same summation order on every run
 
 
-def step(case):
+def step(case: sgdc_adapter.Case) -> dict[str, Any]:
     model = torch.nn.Linear(case.d, case.k)  # float32 by default
     with torch.no_grad():
         model.weight.copy_(torch.from_numpy(case.kernel.T.copy()))

@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
-import os, sys; sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import sgdc_adapter            # first: it keeps stdout for the protocol
 import numpy as np
+import sgdc_adapter            # pip install ./conformance/python
 
-def step(case):
+def step(case: sgdc_adapter.Case) -> dict[str, object]:
     r = case.x @ case.kernel + case.bias - case.y
     count = np.float32(case.n * case.k)
     gk = np.float32(2) * (case.x.T @ r) / count

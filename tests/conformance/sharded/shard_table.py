@@ -3,10 +3,13 @@
 implementation: `sgd-conformance run --shards S` for S = 1..8 (accuracy and placement).
 
     tests/conformance/sharded/shard_table.py build/bin/sgd-conformance \\
-        --impl conformance/python/run-jax-spmd-adapter [--cases 100] [--seed 1]
+        --impl 'conformance/python/run-adapter conformance/python/adapters/jax_spmd_step.py' \\
+        [--cases 100] [--seed 1]
 
 Prints a Markdown table. Bytes are parameter storage (float32), not peak memory.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -16,7 +19,7 @@ import sys
 import tempfile
 
 
-def main():
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cli", help="path of the sgd-conformance executable")
     parser.add_argument("--impl", required=True)

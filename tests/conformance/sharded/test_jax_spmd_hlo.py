@@ -1,36 +1,48 @@
 """The JAX SPMD adapter is really sharded: its compiled HLO has the collectives, and its
 arrays are placed one part per device.
 
-    .venv-flax/bin/python tests/conformance/sharded/test_jax_spmd_hlo.py
+    conformance/python/run-adapter tests/conformance/sharded/test_jax_spmd_hlo.py
 
 Exits 77 (skipped) when JAX is not installed in the interpreter that runs it.
 """
 
+from __future__ import annotations
+
+import importlib.util
 import os
 import re
 import sys
 import unittest
+from types import ModuleType
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ADAPTERS = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters")
-sys.path.insert(0, ADAPTERS)
-try:
-    import jax  # noqa: F401  (only to learn whether the test can run)
-except ImportError as e:
-    print(f"skipped: jax is not installed ({e})", file=sys.stderr)
+ADAPTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                       "conformance", "python", "adapters", "jax_spmd_step.py")
+
+
+def load_adapter(path: str) -> ModuleType:
+    """The adapter script at `path`, imported as a module (its main() is not run)."""
+    spec = importlib.util.spec_from_file_location("jax_spmd_step", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if importlib.util.find_spec("jax") is None:
+    print("skipped: jax is not installed", file=sys.stderr)
     sys.exit(77)
-import jax_spmd_step as spmd  # noqa: E402  (sets the device count before JAX initialises)
+spmd = load_adapter(ADAPTER)  # sets the device count before JAX initialises
 import numpy as np  # noqa: E402
 
 COLLECTIVE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(-start)?\(")
 
 
-def collectives(hlo):
+def collectives(hlo: str) -> set[str]:
     return {m.group(1) for m in COLLECTIVE.finditer(hlo)}
 
 
 class Case:
-    def __init__(self, n, d, k, shards, seed=0):
+    def __init__(self, n: int, d: int, k: int, shards: int, seed: int = 0) -> None:
         rng = np.random.default_rng(seed)
         self.n, self.d, self.k, self.num_shards, self.step = n, d, k, shards, 0
         self.lr = np.float32(0.1)
@@ -41,10 +53,10 @@ class Case:
 
 
 class HloCollectives(unittest.TestCase):
-    def test_one_shard_has_no_collectives(self):
+    def test_one_shard_has_no_collectives(self) -> None:
         self.assertEqual(collectives(spmd.compiled_hlo(5, 3, 2, 1)), set())
 
-    def test_sharded_step_gathers_parameters_and_reduces_gradients(self):
+    def test_sharded_step_gathers_parameters_and_reduces_gradients(self) -> None:
         # Shapes that divide S and shapes that do not (N = 5, P = (3+1)*2 = 8).
         for shards in range(2, spmd.MAX_DEVICES + 1):
             with self.subTest(shards=shards):
@@ -53,13 +65,13 @@ class HloCollectives(unittest.TestCase):
                 self.assertTrue(found & {"all-reduce", "reduce-scatter"},
                                 f"no reduction across shards: {found}")
 
-    def test_replica_mutant_gathers_nothing(self):
+    def test_replica_mutant_gathers_nothing(self) -> None:
         found = collectives(spmd.compiled_hlo(5, 3, 2, 4, "full_replica"))
         self.assertNotIn("all-gather", found)
 
 
 class Placement(unittest.TestCase):
-    def test_each_device_holds_its_part(self):
+    def test_each_device_holds_its_part(self) -> None:
         for shards in range(1, spmd.MAX_DEVICES + 1):
             with self.subTest(shards=shards):
                 out = spmd.step(Case(7, 3, 4, shards))
@@ -70,7 +82,7 @@ class Placement(unittest.TestCase):
                 devices = {shard.device for shard in s.place(Case(7, 3, 4, shards))[0].addressable_shards}
                 self.assertEqual(len(devices), shards, "parts are not on distinct devices")
 
-    def test_results_match_numpy_for_every_shard_count(self):
+    def test_results_match_numpy_for_every_shard_count(self) -> None:
         c = Case(5, 3, 2, 1, seed=1)
         r = c.x.astype(np.float64) @ c.kernel + c.bias - c.y
         grad = 2.0 / (c.n * c.k) * c.x.T @ r

@@ -1,10 +1,12 @@
 """The torch.distributed adapter leaves no process behind, however it ends: at end of
 input, on SIGTERM, and when it is killed outright.
 
-    /usr/bin/python3 tests/conformance/sharded/test_torch_distributed_processes.py
+    conformance/python/run-adapter tests/conformance/sharded/test_torch_distributed_processes.py
 
 Exits 77 (skipped) when torch is not installed in the interpreter that runs it.
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -29,9 +31,9 @@ CASE = {"op": "step", "id": 1, "n": 2, "d": 1, "k": 1, "num_shards": 2, "step": 
         "y": "AAAAAAAAAAA="}
 
 
-def descendants(pid):
+def descendants(pid: int) -> list[int]:
     """Every process below `pid`, from /proc."""
-    children = {}
+    children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -48,7 +50,7 @@ def descendants(pid):
     return out
 
 
-def alive(pid):
+def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -57,7 +59,7 @@ def alive(pid):
 
 
 class Processes(unittest.TestCase):
-    def start(self):
+    def start(self) -> tuple[subprocess.Popen[str], list[int]]:
         p = subprocess.Popen([sys.executable, ADAPTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              text=True)
         p.stdin.write('{"op":"hello","protocol":1}\n' + json.dumps(CASE) + "\n")
@@ -70,25 +72,25 @@ class Processes(unittest.TestCase):
         self.assertGreaterEqual(len(workers), 8)
         return p, workers
 
-    def assert_gone(self, workers):
+    def assert_gone(self, workers: list[int]) -> None:
         deadline = time.time() + 20
         while time.time() < deadline and any(alive(w) for w in workers):
             time.sleep(0.2)
         self.assertEqual([w for w in workers if alive(w)], [], "worker processes survived")
 
-    def test_end_of_input(self):
+    def test_end_of_input(self) -> None:
         p, workers = self.start()
         p.stdin.close()
         self.assertEqual(p.wait(timeout=30), 0)
         self.assert_gone(workers)
 
-    def test_sigterm(self):
+    def test_sigterm(self) -> None:
         p, workers = self.start()
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
         self.assert_gone(workers)
 
-    def test_sigkill(self):
+    def test_sigkill(self) -> None:
         p, workers = self.start()
         p.kill()
         p.wait(timeout=30)

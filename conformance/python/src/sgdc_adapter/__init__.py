@@ -1,0 +1,147 @@
+"""Adapter side of the sgd-conformance protocol, version 1 (JSON Lines over stdio).
+
+An adapter author writes one function and hands it to `serve`:
+
+    import numpy as np
+    import sgdc_adapter
+
+    def step(case):
+        ...                        # case.n, .d, .k, .num_shards, .step, .lr, .kernel, .bias, .x, .y
+        return {"loss": loss, "kernel": new_kernel, "bias": new_bias}
+
+    sgdc_adapter.serve(step, name="my-impl", version="1.0", capabilities=("grads",))
+
+`case.lr` is a numpy float32 scalar; kernel [d,k], bias [k], x [n,d] and y [n,k] are
+writable float32 arrays; `case.step` is a Python int. `step` returns float32 values:
+"loss" (scalar), "kernel", "bias", and, as promised by `capabilities`, "grad_kernel" and
+"grad_bias" ("grads"), "step" (an int, or an integral float for a float counter:
+"step_counter"), "shards" (a list of {"kernel": int, "bias": int}: "shard_layout").
+Raising `RejectCase` (or any `ValueError`) answers the case with op "error" and the
+exception's message; any other exception also answers op "error" and writes its
+traceback to stderr, so one bad case never kills the adapter.
+
+Declarations (keywords of `serve`), sent in the hello reply; the error bounds rely on
+them, so declare honestly:
+
+- `subnormals`: "ieee", or "ftz" when subnormal inputs or results may be flushed to zero
+  (XLA on CPU does);
+- `unit_roundoff`: the largest relative error of any rounding (2**-24 for float32; 2**-11
+  for TF32 or float16, 2**-8 for bfloat16);
+- `sharded=True`: the step really splits its work over `num_shards`, so results may
+  differ across shard counts within the bound; `max_shards`: the most shards it can run;
+- `counter=(dtype, at_end)`: the type the step counter is kept in, with "step_counter":
+  dtype "int32", "uint32", "int64", "float32" or "float64", and at_end "wrap" (after the
+  largest value comes 0) or "saturate" (the largest value stays; the only choice for a
+  float counter). Largest values: 2**31-1, 2**32-1, 2**63-1, 2**24, 2**53. Undeclared, the
+  suite assumes int64 and does not test the end of the range.
+
+Batches: a step that is faster on many cases at once (one vectorised or compiled call)
+is served with `serve(step_batch=fn, max_batch=M, ...)` instead of `step`. The suite
+then may send up to M consecutive cases as one batch; `fn` receives them as a list of
+Case and returns a list of the same length and order, each item the case's output dict
+or an exception instance (not raised) that answers only that case with op "error", as a
+raised one would. An exception raised by `fn` answers every case of the batch. A single
+case arrives as a batch of one.
+
+An adapter whose framework is not installed calls `skip(reason)` (or imports through
+`require`), which exits with status 77 before the handshake; the suite then reports
+the adapter as skipped, never as passed.
+
+Stdout: the protocol owns the process's stdout. `serve` reserves it when it starts:
+fd 1 is moved aside for protocol messages, and fd 1 and sys.stdout then point at
+stderr, so a stray print (or a C library writing to stdout) cannot corrupt the stream.
+Importing this package changes nothing; an adapter whose imports print to stdout calls
+`reserve_stdout()` before them, and one that writes output of its own to the real stdout
+(a dump instead of serving) writes it to the stream `reserve_stdout()` returns.
+
+Other ways to serve: `serve_streams(reader, writer, step, ...)` serves one conversation
+on any binary streams and returns; `Adapter(step, ...)` validates the declarations once
+(`.serve()`, `.serve_streams(reader, writer)`). For pytest, the `sgdc` fixture (this
+distribution's pytest plugin) runs the suite against a step function of the test
+process: `sgdc.check(step, name=..., capabilities=...)`.
+
+Besides the protocol's fields, the hello reply carries the additive fields of
+docs/protocol-extensions.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
+(the suite may send cases ahead of their answers: the kit reads and answers messages in
+order), and as declared "max_shards", "max_batch", "counter". When the suite offers
+binary arrays, the kit accepts them ("array_encoding": "binary"): arrays then travel as
+raw bytes after each line instead of base64 inside it, which the step never sees.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Iterable
+from types import ModuleType
+from typing import NoReturn
+
+from ._codec import (CAPABILITIES, F32LE, Arrays, Case, StepOutput, build_result, decode, encode,
+                     parse_case, reference)
+from ._codec import RejectCase as RejectCase
+from ._serve import (COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PROTOCOL, Adapter,
+                     BatchOutput, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
+                     counter_declaration, reserve_stdout)
+
+__all__ = [
+    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "F32LE", "MAX_IN_FLIGHT", "PROTOCOL",
+    "SKIPPED", "Adapter", "Arrays", "BatchOutput", "Case", "ProtocolError", "Reader",
+    "RejectCase", "StepBatchFn", "StepFn", "StepOutput", "Writer", "build_result",
+    "counter_declaration", "decode", "encode", "parse_case", "reference", "require",
+    "reserve_stdout", "serve", "serve_streams", "skip",
+]
+
+__version__ = "0.1.0"
+
+SKIPPED = 77  # exit status: this adapter cannot run here (its framework is missing)
+
+
+def skip(reason: str) -> NoReturn:
+    """Exit before the handshake with status 77: the suite reports the adapter as skipped."""
+    print(f"adapter skipped: {reason}", file=sys.stderr)
+    sys.exit(SKIPPED)
+
+
+def require(*modules: str) -> list[ModuleType]:
+    """Import each module by name, or skip(); returns the modules in order."""
+    loaded = []
+    for name in modules:
+        try:
+            loaded.append(importlib.import_module(name))
+        except ImportError as e:
+            skip(f"{name} is not installed ({e})")
+    return loaded
+
+
+def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
+          max_batch: int | None = None, name: str, version: str,
+          capabilities: Iterable[str] = (), subnormals: str = "ieee",
+          unit_roundoff: float = 2**-24, sharded: bool = False, max_shards: int | None = None,
+          counter: tuple[str, str] | None = None) -> NoReturn:
+    """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0.
+
+    Give `step` (one case at a time) or `step_batch` with `max_batch` (lists of up to
+    `max_batch` cases). Reserves stdout first (see `reserve_stdout`). Exits 1 when the
+    input cannot be followed (a binary payload without a usable size, or cut short).
+    `max_shards` (optional): the most shards the implementation can run, e.g. its device
+    count; the suite then asks for no larger num_shards of its own choosing. A bad
+    declaration raises ValueError naming it, before anything is read."""
+    Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
+            capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
+            sharded=sharded, max_shards=max_shards, counter=counter).serve()
+
+
+def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
+                  step_batch: StepBatchFn | None = None, max_batch: int | None = None,
+                  name: str, version: str, capabilities: Iterable[str] = (),
+                  subnormals: str = "ieee", unit_roundoff: float = 2**-24,
+                  sharded: bool = False, max_shards: int | None = None,
+                  counter: tuple[str, str] | None = None) -> None:
+    """Serve one conversation on binary streams (`reader`: buffered, with readline and
+    readinto; `writer`: write and flush) until "bye" or end of input, then return.
+    Touches neither stdout nor the process's state. Raises ProtocolError when the input
+    cannot be followed, OSError when the other side has gone."""
+    Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
+            capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
+            sharded=sharded, max_shards=max_shards,
+            counter=counter).serve_streams(reader, writer)

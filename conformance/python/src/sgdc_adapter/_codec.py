@@ -1,0 +1,196 @@
+"""Cases and results: decoding step messages, checking and encoding what `step` returns."""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+F32LE = np.dtype("<f4")  # the protocol's element type (a dtype object: cheaper than "<f4" each time)
+CAPABILITIES = ("grads", "step_counter", "shard_layout")
+
+Float32Array = npt.NDArray[np.float32]
+# What `step` returns for one case: "loss", "kernel", "bias", and as promised
+# "grad_kernel", "grad_bias", "step", "shards" (see the package docstring).
+StepOutput = Mapping[str, Any]
+# A JSON object as the protocol's messages carry it.
+Message = dict[str, Any]
+# A binary array reference, or a base64 string.
+ArrayField = Union[dict[str, int], str]
+
+
+class RejectCase(ValueError):
+    """Raise from `step` to decline a case; the message goes back as op "error"."""
+
+
+@dataclass(eq=False)
+class Case:
+    """One decoded step request.
+
+    `lr` is a numpy float32 scalar; `kernel` [d, k], `bias` [k], `x` [n, d] and `y` [n, k]
+    are writable float32 arrays; `step` is the step counter's value, a Python int (any
+    size the declared counter allows)."""
+
+    n: int
+    d: int
+    k: int
+    num_shards: int
+    step: int
+    lr: np.float32
+    kernel: Float32Array
+    bias: Float32Array
+    x: Float32Array
+    y: Float32Array
+
+    def __repr__(self) -> str:
+        return (f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, "
+                f"step={self.step})")
+
+
+def encode(values: npt.ArrayLike) -> str:
+    """Base64 of little-endian float32, row-major. Requires float32 input: no silent casts."""
+    arr = np.asarray(values)
+    if arr.dtype != np.float32:
+        raise TypeError(f"expected float32 values, got {arr.dtype}")
+    return base64.b64encode(np.ascontiguousarray(arr, dtype=F32LE).tobytes()).decode("ascii")
+
+
+def decode(text: object, count: int, what: str) -> Float32Array:
+    """Decode a protocol array of exactly `count` float32 values (a base64 string)."""
+    if not isinstance(text, str):
+        raise RejectCase(f"{what}: expected a base64 string")
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as e:
+        raise RejectCase(f"{what}: bad base64 ({e})") from None
+    if len(raw) != 4 * count:
+        raise RejectCase(f"{what}: expected {count} float32 values, got {len(raw)} bytes")
+    return np.frombuffer(raw, dtype=F32LE).astype(np.float32)  # astype copies: writable
+
+
+def reference(ref: object, count: int, what: str, payload: bytearray) -> Float32Array:
+    """The `count` float32 values that a binary array reference {"offset", "count"} names
+    in `payload` (a bytearray, so the array is writable; it shares the payload's memory)."""
+    if not isinstance(ref, dict):
+        raise RejectCase(f"{what}: expected a binary array reference {{offset, count}}")
+    offset, size = ref.get("offset"), ref.get("count")
+    if type(offset) is not int or type(size) is not int or offset < 0 or size < 0:  # bool: not int
+        for name, v in (("offset", offset), ("count", size)):
+            if type(v) is not int or v < 0:
+                raise RejectCase(f"{what}.{name}: expected an integer >= 0, got {v!r}")
+    assert isinstance(offset, int) and isinstance(size, int)
+    if size != count:
+        raise RejectCase(f"{what}: expected {count} float32 values, got {size}")
+    if offset + 4 * count > len(payload):
+        raise RejectCase(f"{what}: bytes {offset} to {offset + 4 * count} lie outside the "
+                         f"{len(payload)}-byte payload")
+    return np.frombuffer(payload, F32LE, count, offset)
+
+
+def int_field(msg: Mapping[str, Any], key: str, minimum: int) -> int:
+    """The integer field `key` of a message, at least `minimum` (JSON integers of any size)."""
+    v = msg.get(key)
+    if type(v) is not int or v < minimum:  # JSON integers are ints; bool is not one
+        raise RejectCase(f"{key}: expected an integer >= {minimum}, got {v!r}")
+    return v
+
+
+def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case:
+    """The Case of a step message; its arrays are base64, or with `payload` (binary
+    arrays) references into it."""
+    n, d, k = (int_field(msg, key, 1) for key in ("n", "d", "k"))
+
+    def array(key: str, count: int) -> Float32Array:
+        if payload is None:
+            return decode(msg.get(key), count, key)
+        return reference(msg.get(key), count, key, payload)
+
+    return Case(
+        n=n, d=d, k=k,
+        num_shards=int_field(msg, "num_shards", 1),
+        step=int_field(msg, "step", 0),
+        lr=array("lr", 1)[0],
+        kernel=array("kernel", d * k).reshape(d, k),
+        bias=array("bias", k),
+        x=array("x", n * d).reshape(n, d),
+        y=array("y", n * k).reshape(n, k),
+    )
+
+
+class Arrays:
+    """Writes a message's arrays: base64 strings, or (binary) references into the
+    payload it collects."""
+
+    def __init__(self, binary: bool = False) -> None:
+        self.binary = binary
+        self.parts: list[Float32Array] = []
+        self.size = 0
+
+    def __call__(self, arr: npt.NDArray[Any]) -> ArrayField:
+        if not self.binary:
+            return encode(arr)
+        if arr.dtype != np.float32:
+            raise TypeError(f"expected float32 values, got {arr.dtype}")
+        # Kept as arrays, not copied to bytes: the writer hands them to the kernel directly.
+        part = np.ascontiguousarray(arr, dtype=F32LE).reshape(-1)
+        ref = {"offset": self.size, "count": int(part.size)}
+        self.parts.append(part)
+        self.size += part.nbytes
+        return ref
+
+    def payload(self) -> list[Float32Array]:
+        """The payload's parts, in order (buffers)."""
+        return self.parts
+
+
+def _array_out(out: StepOutput, key: str, shape: tuple[int, ...], arrays: Arrays) -> ArrayField:
+    if key not in out:
+        raise TypeError(f"step() result lacks {key!r}")
+    arr = np.asarray(out[key])
+    size = math.prod(shape)
+    if arr.size != size or (arr.ndim > 1 and arr.shape != shape):
+        raise TypeError(f"step() result {key!r} has shape {arr.shape}, expected {shape}")
+    return arrays(arr)
+
+
+def _step_out(s: object) -> int:
+    """The reported counter as a Python int: ints of any size, numpy integers, and
+    integral floats (a counter kept in float32 or float64)."""
+    if isinstance(s, (np.integer, np.floating)):
+        s = s.item()
+    if isinstance(s, float) and math.isfinite(s) and s.is_integer():
+        return int(s)
+    if not isinstance(s, int) or isinstance(s, bool):
+        raise TypeError(f"step() result 'step' must be an int (or an integral float), got {s!r}")
+    return s
+
+
+def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
+                 arrays: Arrays | None = None) -> Message:
+    """Check `step`'s output against the case and the promised capabilities; encode it,
+    arrays in base64 or through `arrays` (an Arrays writer)."""
+    if not isinstance(out, Mapping):
+        raise TypeError(f"step() must return a dict, got {type(out).__name__}")
+    arrays = arrays or Arrays()
+    res: Message = {
+        "loss": _array_out(out, "loss", (1,), arrays),
+        "kernel": _array_out(out, "kernel", (case.d, case.k), arrays),
+        "bias": _array_out(out, "bias", (case.k,), arrays),
+    }
+    if "grads" in capabilities or "grad_kernel" in out:
+        res["grad_kernel"] = _array_out(out, "grad_kernel", (case.d, case.k), arrays)
+    if "grads" in capabilities or "grad_bias" in out:
+        res["grad_bias"] = _array_out(out, "grad_bias", (case.k,), arrays)
+    if "step_counter" in capabilities or "step" in out:
+        res["step"] = _step_out(out.get("step"))
+    if "shard_layout" in capabilities or "shards" in out:
+        shards = out.get("shards")
+        if not isinstance(shards, (list, tuple)):
+            raise TypeError("step() result 'shards' must be a list")
+        res["shards"] = [{"kernel": int(s["kernel"]), "bias": int(s["bias"])} for s in shards]
+    return res

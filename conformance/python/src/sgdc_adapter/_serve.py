@@ -1,0 +1,411 @@
+"""The conversation: handshake, cases sent ahead, batches, binary payloads, answers."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NoReturn, Protocol, TypeGuard, Union, cast
+
+from ._codec import (CAPABILITIES, Arrays, Case, Float32Array, Message, RejectCase, StepOutput,
+                     build_result, parse_case)
+
+PROTOCOL = 1
+# Cases the suite may send before reading the first answer: messages are read and
+# answered in order, whatever waits in the pipe.
+MAX_IN_FLIGHT = 64
+# The step counter's declarable types and their largest values (the hello's "counter").
+COUNTER_LARGEST = {"int32": 2**31 - 1, "uint32": 2**32 - 1, "int64": 2**63 - 1,
+                   "float32": 2**24, "float64": 2**53}
+COUNTER_AT_END = ("wrap", "saturate")
+
+StepFn = Callable[[Case], StepOutput]
+# One output per case, in order: a dict, or an exception instance that answers that case
+# with op "error" (RejectCase or ValueError: its message; anything else: an internal error).
+BatchOutput = Union[StepOutput, BaseException]
+StepBatchFn = Callable[[list[Case]], Sequence[BatchOutput]]
+
+
+class ProtocolError(Exception):
+    """The input cannot be followed any further (a payload without a usable size, or cut
+    short): the conversation ends."""
+
+
+class Reader(Protocol):
+    """What the kit reads messages from: a buffered binary stream."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
+
+
+class Writer(Protocol):
+    """What the kit writes answers to: a binary stream."""
+
+    def write(self, data: bytes, /) -> int | None: ...
+
+    def flush(self) -> None: ...
+
+    def fileno(self) -> int: ...
+
+
+_JSON = json.JSONEncoder(separators=(",", ":"))  # made once: json.dumps with options makes one a call
+
+
+class _Output:
+    """Writes messages: a line, then the buffers of its payload; through one writev when
+    the stream has a file descriptor (the reader then wakes once per message, and the
+    arrays are not copied)."""
+
+    def __init__(self, stream: Writer) -> None:
+        self.stream = stream
+        try:
+            self.fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+            self.fd = None
+
+    def send(self, obj: Message, payload: Iterable[Float32Array] = ()) -> None:
+        parts = [memoryview(_JSON.encode(obj).encode("utf-8") + b"\n")]
+        parts += [p.data.cast("B") for p in payload]
+        self.stream.flush()
+        if self.fd is None:
+            for part in parts:
+                self.stream.write(part.tobytes())
+            self.stream.flush()
+            return
+        while parts:
+            written = os.writev(self.fd, parts)
+            while parts and written >= len(parts[0]):
+                written -= len(parts[0])
+                parts.pop(0)
+            if parts:
+                parts[0] = parts[0][written:]
+
+
+def _read_payload(stream: Reader, size: int) -> bytearray:
+    """Exactly `size` bytes from `stream`; ProtocolError when input ends first."""
+    buf = bytearray(size)
+    view, got = memoryview(buf), 0
+    while got < size:
+        n = stream.readinto(view[got:])
+        if not n:
+            raise ProtocolError(f"input ended {size - got} bytes before the end of a "
+                                f"{size}-byte payload")
+        got += n
+    return buf
+
+
+def counter_declaration(counter: object) -> dict[str, str]:
+    """The hello's "counter" object for `counter` = (dtype, at_end); ValueError naming
+    the bad value otherwise."""
+    if not isinstance(counter, (tuple, list)) or len(counter) != 2:
+        raise ValueError(f"counter must be a pair (dtype, at_end), e.g. ('int64', 'saturate'); "
+                         f"got {counter!r}")
+    dtype, at_end = counter
+    if dtype not in COUNTER_LARGEST:
+        raise ValueError(f"counter dtype {dtype!r} is not one of {', '.join(COUNTER_LARGEST)}")
+    if at_end not in COUNTER_AT_END:
+        raise ValueError(f"counter at_end {at_end!r} is not 'wrap' or 'saturate'")
+    if dtype.startswith("float") and at_end != "saturate":
+        raise ValueError(f"counter ({dtype!r}, {at_end!r}): a float counter stops at its "
+                         f"largest value ({COUNTER_LARGEST[dtype]}); declare 'saturate'")
+    return {"dtype": str(dtype), "at_end": str(at_end)}
+
+
+def _is_int(v: object) -> TypeGuard[int]:
+    return type(v) is int  # JSON integers; bool is not one
+
+
+class Adapter:
+    """A step function with its declarations, validated: serves conversations.
+
+    The keywords are those of `serve`; a bad one raises ValueError naming it."""
+
+    def __init__(self, step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
+                 max_batch: int | None = None, name: str, version: str,
+                 capabilities: Iterable[str] = (), subnormals: str = "ieee",
+                 unit_roundoff: float = 2**-24, sharded: bool = False,
+                 max_shards: int | None = None,
+                 counter: tuple[str, str] | None = None) -> None:
+        if (step is None) == (step_batch is None):
+            raise ValueError("give exactly one of step (one case at a time) and step_batch "
+                             "(a list of cases)")
+        if step is not None and not callable(step):
+            raise ValueError(f"step must be callable, got {step!r}")
+        if step_batch is not None and not callable(step_batch):
+            raise ValueError(f"step_batch must be callable, got {step_batch!r}")
+        caps = [str(c) for c in capabilities]
+        unknown = [c for c in caps if c not in CAPABILITIES]
+        if unknown:
+            raise ValueError(f"unknown capabilities {unknown}; known: {list(CAPABILITIES)}")
+        if subnormals not in ("ieee", "ftz"):
+            raise ValueError(f"subnormals must be 'ieee' or 'ftz', got {subnormals!r}")
+        if not 0 < float(unit_roundoff) < 1:
+            raise ValueError(f"unit_roundoff must lie in (0, 1), got {unit_roundoff!r}")
+        self.hello: Message = {
+            "op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
+            "capabilities": caps, "subnormals": subnormals,
+            "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded),
+            "max_in_flight": MAX_IN_FLIGHT}
+        if max_shards is not None:
+            if not _is_int(max_shards) or max_shards < 1:
+                raise ValueError(f"max_shards must be a positive integer, got {max_shards!r}")
+            self.hello["max_shards"] = max_shards
+        if step_batch is not None:
+            if max_batch is None:
+                raise ValueError("serving step_batch needs max_batch, the most cases in one batch")
+            if not _is_int(max_batch) or not 1 <= max_batch <= MAX_IN_FLIGHT:
+                raise ValueError(f"max_batch must be an integer in 1..{MAX_IN_FLIGHT} "
+                                 f"(max_in_flight), got {max_batch!r}")
+            self.hello["max_batch"] = max_batch
+        elif max_batch is not None and max_batch != 1:
+            raise ValueError(f"max_batch {max_batch!r} needs step_batch: step takes one case "
+                             f"at a time")
+        if counter is not None:
+            if "step_counter" not in caps:
+                raise ValueError("counter is declared without the 'step_counter' capability")
+            self.hello["counter"] = counter_declaration(counter)
+        self.step = step
+        self.step_batch = step_batch
+        self.max_batch: int = max_batch if step_batch is not None and max_batch is not None else 1
+        self.capabilities = tuple(caps)
+
+    def serve_streams(self, reader: Reader, writer: Writer) -> None:
+        """Serve one conversation on binary streams until "bye" or end of input.
+
+        Raises ProtocolError when the input cannot be followed (after answering what
+        it can), and OSError when the other side has gone while the kit writes."""
+        _Conversation(self, reader, writer).run()
+
+    def serve(self) -> NoReturn:
+        """Serve the process's stdin/stdout (stdout reserved first), then exit: 0 at
+        "bye" or end of input, 1 when the input could not be followed."""
+        out = reserve_stdout()
+        try:
+            self.serve_streams(cast(Reader, sys.stdin.buffer), out)
+        except ProtocolError as e:
+            print(f"adapter: {e}", file=sys.stderr)
+            sys.exit(1)
+        except BrokenPipeError:
+            print("adapter: the suite closed its end of the pipe", file=sys.stderr)
+        sys.exit(0)
+
+
+class _Conversation:
+    """One conversation's state: the array encoding agreed, and the batch being read."""
+
+    def __init__(self, adapter: Adapter, reader: Reader, writer: Writer) -> None:
+        self.adapter = adapter
+        self.reader = reader
+        self.out = _Output(writer)
+        self.binary = False  # agreed in the handshake: arrays as payload bytes after the line
+        # The batch read so far: (id, the case or the message rejecting it).
+        self.pending: list[tuple[Any, Case | str]] = []
+        self.batch_size = 0
+
+    def run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self._break_off("the input ended", quiet=True)
+
+    def _loop(self) -> None:
+        for line in iter(self.reader.readline, b""):
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+                if not isinstance(msg, dict):
+                    raise ValueError("a message must be a JSON object")
+            except ValueError as e:
+                self._break_off("a malformed message came")
+                self.out.send({"op": "error", "id": None, "message": f"malformed message: {e}"})
+                continue
+            op = msg.get("op")
+            if op == "step":
+                payload = None
+                if self.binary:
+                    payload = self._payload(msg)
+                self._step_message(msg, payload)
+            elif op == "hello":
+                self._break_off("a hello message came")
+                offered = msg.get("array_encodings")
+                self.binary = isinstance(offered, list) and "binary" in offered
+                hello = self.adapter.hello
+                self.out.send({**hello, "array_encoding": "binary"} if self.binary else hello)
+            elif op == "bye":
+                self._break_off("a bye message came")
+                return
+            else:
+                self._break_off(f"a message with op {op!r} came")
+                self.out.send({"op": "error", "id": msg.get("id"), "message": f"unknown op {op!r}"})
+
+    def _payload(self, msg: Message) -> bytearray:
+        size = msg.get("payload")
+        if not _is_int(size) or size < 0:
+            # Without its size the stream cannot be followed: answer, then stop.
+            problem = f"payload: expected an integer >= 0, got {size!r}"
+            self._break_off(f"the next step message's {problem}")
+            self.out.send({"op": "error", "id": msg.get("id"), "message": problem})
+            raise ProtocolError(problem)
+        try:
+            return _read_payload(self.reader, size)
+        except ProtocolError:
+            self._break_off("the input ended inside a payload", quiet=True)
+            raise
+
+    def _batch_fields(self, msg: Message) -> tuple[int, int]:
+        """(batch_index, batch_size) of a step message, (0, 1) without them; RejectCase
+        naming the problem when they are inconsistent."""
+        index, size = msg.get("batch_index"), msg.get("batch_size")
+        if index is None and size is None:
+            return 0, 1
+        if index is None or size is None:
+            present, absent = ("batch_size", "batch_index") if index is None else (
+                "batch_index", "batch_size")
+            raise RejectCase(f"{present} without {absent}: a batch's messages carry both")
+        if not _is_int(index) or index < 0:
+            raise RejectCase(f"batch_index: expected an integer >= 0, got {index!r}")
+        if not _is_int(size) or size < 1:
+            raise RejectCase(f"batch_size: expected an integer >= 1, got {size!r}")
+        if index >= size:
+            raise RejectCase(f"batch_index {index} is not below batch_size {size}")
+        if size > self.adapter.max_batch:
+            raise RejectCase(f"batch_size {size} is above max_batch {self.adapter.max_batch}")
+        return index, size
+
+    def _step_message(self, msg: Message, payload: bytearray | None) -> None:
+        mid = msg.get("id")
+        try:
+            index, size = self._batch_fields(msg)
+        except RejectCase as e:
+            self._break_off(f"the next step message (id {mid!r}) is not part of it: {e}")
+            self.out.send({"op": "error", "id": mid, "message": str(e)})
+            return
+        if size == 1 and not self.pending:  # the common case, a batch of one: no lists
+            try:
+                case = parse_case(msg, payload)
+            except RejectCase as e:
+                self.out.send({"op": "error", "id": mid, "message": str(e)})
+                return
+            self._answer(mid, case, self._run_step([case])[0], set())
+            return
+        if self.pending and (size != self.batch_size or index != len(self.pending)):
+            self._break_off(f"the next step message (id {mid!r}) has batch_index {index}, "
+                            f"batch_size {size}" + ("" if "batch_index" in msg else
+                                                    " (no batch fields)"))
+        if not self.pending and index != 0:
+            self.out.send({"op": "error", "id": mid, "message":
+                           f"batch_index {index} (batch_size {size}) without the batch's "
+                           f"earlier cases: a batch starts at batch_index 0"})
+            return
+        try:
+            entry: Case | str = parse_case(msg, payload)
+        except RejectCase as e:
+            entry = str(e)
+        self.pending.append((mid, entry))
+        self.batch_size = size
+        if index == size - 1:
+            self._answer_batch()
+
+    def _break_off(self, reason: str, quiet: bool = False) -> None:
+        """Answer the cases of an unfinished batch with op "error": `reason` tells why."""
+        if not self.pending:
+            return
+        pending, self.pending = self.pending, []
+        message = (f"batch of {self.batch_size} cases broken off after {len(pending)}: {reason}")
+        try:
+            for mid, _ in pending:
+                self.out.send({"op": "error", "id": mid, "message": message})
+        except OSError:
+            if not quiet:
+                raise
+
+    def _answer_batch(self) -> None:
+        pending, self.pending = self.pending, []
+        cases = [entry for _, entry in pending if isinstance(entry, Case)]
+        outputs = self._run_step(cases)
+        answers = iter(outputs)
+        printed: set[int] = set()  # one exception raised for a whole batch: one traceback
+        for mid, entry in pending:
+            if isinstance(entry, str):
+                self.out.send({"op": "error", "id": mid, "message": entry})
+            else:
+                self._answer(mid, entry, next(answers), printed)
+
+    def _run_step(self, cases: list[Case]) -> list[BatchOutput]:
+        """One output per case: the step's dict, or the exception that rejects the case."""
+        step, step_batch = self.adapter.step, self.adapter.step_batch
+        if step is not None:
+            outputs: list[BatchOutput] = []
+            for case in cases:
+                try:
+                    outputs.append(step(case))
+                except Exception as e:  # noqa: BLE001 - answered as the case's error
+                    outputs.append(e)
+            return outputs
+        if not cases:
+            return []
+        assert step_batch is not None
+        try:
+            result = list(step_batch(cases))
+        except Exception as e:  # noqa: BLE001 - every case of the batch answers it
+            return [e] * len(cases)
+        if len(result) != len(cases):
+            problem = TypeError(f"step_batch returned {len(result)} outputs for {len(cases)} cases")
+            return [problem] * len(cases)
+        return result
+
+    def _answer(self, mid: Any, case: Case, out: BatchOutput, printed: set[int]) -> None:
+        if not isinstance(out, BaseException):
+            arrays = Arrays(binary=self.binary)
+            try:
+                res = build_result(case, out, self.adapter.capabilities, arrays)
+            except Exception as e:  # noqa: BLE001 - a malformed output is the case's error
+                out = e
+            else:
+                if arrays.binary:
+                    res["payload"] = arrays.size
+                self.out.send({"op": "result", "id": mid, **res}, arrays.payload())
+                return
+        self.out.send({"op": "error", "id": mid, "message": _error_message(out, printed)})
+
+
+def _error_message(e: BaseException, printed: set[int]) -> str:
+    """The op "error" message of an exception; its traceback goes to stderr (once: ids
+    in `printed`) unless it is a RejectCase, a deliberate rejection."""
+    if isinstance(e, RejectCase):
+        return str(e) or type(e).__name__
+    if id(e) not in printed:
+        printed.add(id(e))
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    if isinstance(e, ValueError):
+        return str(e) or type(e).__name__
+    return f"internal error: {type(e).__name__}: {e}"
+
+
+_protocol_out: io.BufferedWriter | None = None
+_reserve_lock = threading.Lock()
+
+
+def reserve_stdout() -> io.BufferedWriter:
+    """Keep the process's real stdout for protocol messages and return it as a binary stream.
+
+    File descriptor 1 is moved aside (duplicated) for the protocol; fd 1 and sys.stdout
+    then point at stderr, so a stray print, or a C library writing to fd 1, cannot
+    corrupt the protocol stream. `serve` does this when it starts; call it yourself
+    before importing a framework that prints at import, or to write something of your
+    own to the real stdout (e.g. a dump before serving). Idempotent: later calls return
+    the same stream."""
+    global _protocol_out
+    with _reserve_lock:
+        if _protocol_out is None:
+            sys.stdout.flush()
+            _protocol_out = os.fdopen(os.dup(1), "wb")
+            os.dup2(2, 1)
+            sys.stdout = sys.stderr
+        return _protocol_out

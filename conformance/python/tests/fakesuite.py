@@ -1,0 +1,240 @@
+"""Test helpers: a fake suite that speaks the protocol to the kit over pipes, in process,
+and cases to send it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import sgdc_adapter
+
+F32 = np.float32
+ARRAYS = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
+INPUTS = ("lr", "kernel", "bias", "x", "y")
+ANSWER_TIMEOUT = 20.0  # seconds the suite's side waits for an answer before failing the test
+
+
+def make_case(n: int, d: int, k: int, *, num_shards: int = 1, step: int = 0, lr: float = 0.05,
+              seed: int = 0, **fixed: Any) -> dict[str, Any]:
+    """A case as a dict of the step message's fields (arrays as float32 numpy arrays)."""
+    rng = np.random.default_rng(seed)
+    case = dict(n=n, d=d, k=k, num_shards=num_shards, step=step, lr=F32(lr),
+                kernel=(rng.standard_normal((d, k)) / np.sqrt(d)).astype(F32),
+                bias=rng.standard_normal(k).astype(F32),
+                x=rng.standard_normal((n, d)).astype(F32),
+                y=rng.standard_normal((n, k)).astype(F32))
+    case.update({key: np.asarray(v, dtype=F32) for key, v in fixed.items()})
+    return case
+
+
+# The worked example of shared/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
+WORKED = make_case(2, 1, 1, lr=0.1, kernel=[[1]], bias=[0], x=[[1], [2]], y=[[0], [0]])
+
+
+def enc(values: Any) -> str:
+    return base64.b64encode(np.ascontiguousarray(values, dtype="<f4").tobytes()).decode()
+
+
+def dec(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4")
+
+
+def step_message(case: dict[str, Any], mid: Any, binary: bool = False,
+                 **extra: Any) -> tuple[dict[str, Any], bytes]:
+    """A step message for `case`: (line object, payload bytes; empty for base64)."""
+    msg: dict[str, Any] = {"op": "step", "id": mid,
+                           **{key: case[key] for key in ("n", "d", "k", "num_shards", "step")}}
+    payload = b""
+    for key in INPUTS:
+        raw = np.ascontiguousarray(case[key], dtype="<f4").tobytes()
+        if binary:
+            msg[key] = {"offset": len(payload), "count": len(raw) // 4}
+            payload += raw
+        else:
+            msg[key] = base64.b64encode(raw).decode()
+    if binary:
+        msg["payload"] = len(payload)
+    msg.update(extra)
+    return msg, payload
+
+
+def numpy_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """A correct float32 step (the README's minimal adapter)."""
+    with np.errstate(all="ignore"):  # the suite's special values overflow on purpose
+        r = case.x @ case.kernel + case.bias - case.y
+        count = F32(case.n * case.k)
+        gk = F32(2) * (case.x.T @ r) / count
+        gb = F32(2) * r.sum(axis=0) / count
+        return {"loss": np.sum(r * r) / count,
+                "kernel": case.kernel - case.lr * gk, "bias": case.bias - case.lr * gb,
+                "grad_kernel": gk, "grad_bias": gb, "step": case.step + 1}
+
+
+class SuiteSide:
+    """The suite's side of one conversation, over two file descriptors. Every read has a
+    deadline: a missing answer fails the test instead of hanging it."""
+
+    def __init__(self, to_adapter: int, from_adapter: int) -> None:
+        self._to_adapter, self._from_adapter = to_adapter, from_adapter
+        self.answer_timeout = ANSWER_TIMEOUT
+        self.buffer = b""
+        self.binary = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._to_adapter, view):]
+
+    def send(self, msg: dict[str, Any] | str, payload: bytes = b"") -> None:
+        line = msg if isinstance(msg, str) else json.dumps(msg)
+        self.write(line.encode() + b"\n" + payload)
+
+    def _fill(self, deadline: float) -> None:
+        ready, _, _ = select.select([self._from_adapter], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no answer within {self.answer_timeout} s")
+        data = os.read(self._from_adapter, 1 << 16)
+        if not data:
+            raise EOFError("the kit closed its output")
+        self.buffer += data
+
+    def recv(self) -> dict[str, Any]:
+        """The next answer; with binary arrays, its arrays are read from its payload."""
+        deadline = time.monotonic() + self.answer_timeout
+        while b"\n" not in self.buffer:
+            self._fill(deadline)
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        reply: dict[str, Any] = json.loads(line)
+        size = reply.get("payload", 0)
+        while len(self.buffer) < size:
+            self._fill(deadline)
+        raw, self.buffer = self.buffer[:size], self.buffer[size:]
+        for key in ARRAYS:
+            if key in reply:
+                if size:
+                    ref = reply[key]
+                    reply[key] = np.frombuffer(raw, "<f4", ref["count"], ref["offset"])
+                else:
+                    reply[key] = dec(reply[key])
+        return reply
+
+    def silent(self, seconds: float = 0.2) -> bool:
+        """Whether no answer arrives within `seconds`."""
+        if self.buffer:
+            return False
+        ready, _, _ = select.select([self._from_adapter], [], [], seconds)
+        return not ready
+
+    def hello(self, binary: bool = False) -> dict[str, Any]:
+        msg: dict[str, Any] = {"op": "hello", "protocol": 1}
+        if binary:
+            msg["array_encodings"] = ["base64", "binary"]
+        self.send(msg)
+        reply = self.recv()
+        self.binary = reply.get("array_encoding") == "binary"
+        return reply
+
+    def send_case(self, case: dict[str, Any], mid: Any, **extra: Any) -> None:
+        self.send(*step_message(case, mid, self.binary, **extra))
+
+    def step(self, case: dict[str, Any], mid: Any = 1, **extra: Any) -> dict[str, Any]:
+        self.send_case(case, mid, **extra)
+        reply = self.recv()
+        assert reply["id"] == mid, reply
+        return reply
+
+    def close_input(self) -> None:
+        if self._to_adapter >= 0:
+            os.close(self._to_adapter)
+            self._to_adapter = -1
+
+
+class FakeSuite(SuiteSide):
+    """A conversation with `sgdc_adapter.serve_streams`, served in a thread over pipes."""
+
+    def __init__(self, step: Callable[..., Any] | None = None, **declarations: Any) -> None:
+        declarations.setdefault("name", "fake")
+        declarations.setdefault("version", "0")
+        to_adapter, to_write = os.pipe()
+        from_read, from_adapter = os.pipe()
+        super().__init__(to_write, from_read)
+        reader, writer = os.fdopen(to_adapter, "rb"), os.fdopen(from_adapter, "wb")
+        self.error: BaseException | None = None
+
+        def serve() -> None:
+            try:
+                sgdc_adapter.serve_streams(reader, writer, step, **declarations)
+            except BaseException as e:  # noqa: BLE001 - inspected by the tests
+                self.error = e
+            finally:
+                reader.close()
+                writer.close()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+
+    def end(self, timeout: float = 10.0) -> None:
+        """Close the kit's input and wait for the conversation to end."""
+        self.close_input()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the conversation did not end at the end of input"
+
+    def close(self) -> None:
+        self.end()
+        os.close(self._from_adapter)
+
+
+class AdapterProcess(SuiteSide):
+    """An adapter program, started and spoken to as the suite does (stderr kept in a file)."""
+
+    def __init__(self, command: list[str], binary: bool = False) -> None:
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        super().__init__(self.proc.stdin.fileno(), self.proc.stdout.fileno())
+        self.answer_timeout = 120.0  # a framework's import and first compilation, on a busy machine
+        self.info = self.hello(binary)
+        self.next_id = 0
+
+    def stderr(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def result(self, case: dict[str, Any]) -> dict[str, Any]:
+        """The case's result; fails the test on any other answer."""
+        self.next_id += 1
+        try:
+            reply = self.step(case, self.next_id)
+        except (AssertionError, EOFError) as e:
+            raise AssertionError(f"{e}; adapter stderr:\n{self.stderr()}") from None
+        assert reply["op"] == "result", reply
+        return reply
+
+    def close(self, timeout: float = 60.0) -> int:
+        """Send bye, close the input, and return the exit status."""
+        try:
+            self.send({"op": "bye"})
+        except OSError:
+            pass
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            assert self.proc.stdout is not None
+            self.proc.stdout.close()
+            self.log.close()

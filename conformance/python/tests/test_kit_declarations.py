@@ -1,0 +1,72 @@
+"""Declarations are validated before anything is served: a bad one raises ValueError
+naming the bad value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import sgdc_adapter
+from fakesuite import numpy_step
+
+
+def batch(cases: list[sgdc_adapter.Case]) -> list[Any]:
+    return [numpy_step(c) for c in cases]
+
+
+@pytest.mark.parametrize("counter", [("int32", "wrap"), ("int32", "saturate"), ("uint32", "wrap"),
+                                     ("int64", "saturate"), ("float32", "saturate"),
+                                     ("float64", "saturate"), ["uint32", "saturate"]])
+def test_valid_counters(counter: Any) -> None:
+    adapter = sgdc_adapter.Adapter(numpy_step, name="a", version="0",
+                                   capabilities=("step_counter",), counter=counter)
+    assert adapter.hello["counter"] == {"dtype": counter[0], "at_end": counter[1]}
+
+
+@pytest.mark.parametrize("counter, message", [
+    (("int16", "wrap"), "counter dtype 'int16' is not one of int32, uint32, int64, float32, float64"),
+    (("int64", "clamp"), "counter at_end 'clamp' is not 'wrap' or 'saturate'"),
+    (("float32", "wrap"), "counter ('float32', 'wrap'): a float counter stops at its largest value "
+                          "(16777216); declare 'saturate'"),
+    (("float64", "wrap"), "a float counter stops at its largest value (9007199254740992)"),
+    ("int64", "counter must be a pair (dtype, at_end), e.g. ('int64', 'saturate'); got 'int64'"),
+    (("int64",), "counter must be a pair"),
+    ({"dtype": "int64", "at_end": "wrap"}, "counter must be a pair"),
+])
+def test_invalid_counters(counter: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        sgdc_adapter.Adapter(numpy_step, name="a", version="0", capabilities=("step_counter",),
+                             counter=counter)
+    assert message in str(info.value)
+
+
+def test_a_counter_needs_the_step_counter_capability() -> None:
+    with pytest.raises(ValueError, match="without the 'step_counter' capability"):
+        sgdc_adapter.Adapter(numpy_step, name="a", version="0", counter=("int64", "wrap"))
+
+
+def test_largest_counter_values() -> None:
+    assert sgdc_adapter.COUNTER_LARGEST == {"int32": 2**31 - 1, "uint32": 2**32 - 1,
+                                            "int64": 2**63 - 1, "float32": 2**24, "float64": 2**53}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({}, "give exactly one of step"),
+    ({"step": numpy_step, "step_batch": batch, "max_batch": 2}, "give exactly one of step"),
+    ({"step": numpy_step, "max_batch": 4}, "max_batch 4 needs step_batch"),
+    ({"step_batch": batch}, "serving step_batch needs max_batch"),
+    ({"step_batch": batch, "max_batch": 0}, "max_batch must be an integer in 1..64 (max_in_flight), got 0"),
+    ({"step_batch": batch, "max_batch": 65}, "got 65"),
+    ({"step_batch": batch, "max_batch": True}, "got True"),
+    ({"step": "not callable"}, "step must be callable"),
+    ({"step": numpy_step, "capabilities": ("grads", "telepathy")}, "unknown capabilities ['telepathy']"),
+    ({"step": numpy_step, "subnormals": "daz"}, "subnormals must be 'ieee' or 'ftz', got 'daz'"),
+    ({"step": numpy_step, "unit_roundoff": 0}, "unit_roundoff must lie in (0, 1), got 0"),
+    ({"step": numpy_step, "max_shards": 0}, "max_shards must be a positive integer, got 0"),
+])
+def test_invalid_declarations(kwargs: dict[str, Any], message: str) -> None:
+    step = kwargs.pop("step", None)
+    with pytest.raises(ValueError) as info:
+        sgdc_adapter.Adapter(step, name="a", version="0", **kwargs)
+    assert message in str(info.value)

@@ -1,0 +1,168 @@
+"""The `sgdc` pytest fixture: how a PyTorch, JAX or NumPy user tests a step function of
+their own, and what they see when it is wrong.
+
+These run the suite's CLI ($SGDC_CLI, else sgd-conformance on PATH) and skip without it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+import sgdc_adapter
+from fakesuite import numpy_step
+from sgdc_adapter.suite import CliNotFound, find_cli
+
+CASES = 20  # per property: enough to catch the broken step, quick on two cores
+
+
+@pytest.fixture
+def cli() -> str:
+    try:
+        return find_cli()
+    except CliNotFound as e:
+        pytest.skip(str(e))
+
+
+def wrong_sign_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """Moves the parameters up the gradient: p + lr*g."""
+    out = numpy_step(case)
+    with np.errstate(all="ignore"):
+        out["kernel"] = case.kernel + case.lr * out["grad_kernel"]
+        out["bias"] = case.bias + case.lr * out["grad_bias"]
+    return out
+
+
+def test_a_correct_numpy_step_conforms(sgdc: Any) -> None:
+    result = sgdc.check(numpy_step, name="numpy-sample", capabilities=("grads", "step_counter"),
+                        cases=CASES)
+    assert result.verdict == "conformant" and result.exit_code == 0
+    assert result.report["verdict"] == "conformant"
+    assert "CONFORMANT: numpy-sample" in result.text
+
+
+def test_a_broken_step_fails_with_the_counterexample_and_replay_line(sgdc: Any) -> None:
+    with pytest.raises(pytest.fail.Exception) as info:
+        sgdc.check(wrong_sign_step, name="wrong-sign", capabilities=("grads", "step_counter"),
+                   cases=CASES)
+    message = str(info.value)
+    assert "sgd-conformance: wrong-sign is NOT CONFORMANT" in message
+    assert "FAIL accuracy" in message and "shrunk in" in message
+    assert "replay: " in message and "--property accuracy --case" in message
+    assert "sgdc.check(<step>, <declarations>, seed=1, properties=('accuracy',), case=" in message
+
+
+def test_the_failure_as_pytest_shows_it(pytester: pytest.Pytester, cli: str) -> None:
+    pytester.makepyfile(test_user="""
+        import numpy as np
+
+        def step(case):  # the mean taken over the batch rows only: a bug when k > 1
+            r = case.x @ case.kernel + case.bias - case.y
+            n = np.float32(case.n)
+            gk, gb = np.float32(2) * (case.x.T @ r) / n, np.float32(2) * r.sum(axis=0) / n
+            return {"loss": np.sum(r * r) / n, "kernel": case.kernel - case.lr * gk,
+                    "bias": case.bias - case.lr * gb, "grad_kernel": gk, "grad_bias": gb}
+
+        def test_my_step(sgdc):
+            sgdc.check(step, name="my-step", capabilities=("grads",), cases=20)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*my-step is NOT CONFORMANT*", "*FAIL accuracy: case*",
+                                 "*replay: *--seed 1 --property accuracy --case *"])
+
+
+def test_run_returns_the_result_without_judging_it(sgdc: Any) -> None:
+    result = sgdc.run(wrong_sign_step, name="wrong-sign", capabilities=("grads",), cases=CASES,
+                      properties=("accuracy", "update_rule"), seed=3)
+    assert result.verdict == "not_conformant" and result.exit_code == 1
+    assert [p["name"] for p in result.report["properties"]] == ["accuracy", "update_rule"]
+    assert all(r["seed"] == 3 for r in result.replays())
+    again = sgdc.run(wrong_sign_step, name="wrong-sign", capabilities=("grads",),
+                     **result.replays()[0])  # the replay of the first failure, in process
+    assert again.verdict == "not_conformant"
+
+
+def test_a_closure_over_an_in_memory_model(sgdc: Any) -> None:
+    class Model:
+        """A stateful model the step refills: what a training loop would hold."""
+
+        def __init__(self) -> None:
+            self.steps_taken = 0
+
+        def step(self, case: sgdc_adapter.Case) -> dict[str, Any]:
+            self.steps_taken += 1
+            return numpy_step(case)
+
+    model = Model()
+    sgdc.check(lambda case: model.step(case), name="closure", capabilities=("grads", "step_counter"),
+               cases=CASES, properties=("accuracy",))
+    assert model.steps_taken >= CASES
+
+
+def test_a_batched_step_conforms(sgdc: Any) -> None:
+    def step_batch(cases: list[sgdc_adapter.Case]) -> list[Any]:  # int64 counter, saturating
+        return [{**numpy_step(c), "step": min(c.step + 1, 2**63 - 1)} for c in cases]
+
+    sgdc.check(step_batch=step_batch, max_batch=8, name="batched",
+               capabilities=("grads", "step_counter"), counter=("int64", "saturate"), cases=CASES)
+
+
+def test_a_hanging_step_is_cut_off_by_the_timeout(sgdc: Any) -> None:
+    release = threading.Event()
+
+    def hang(case: sgdc_adapter.Case) -> dict[str, Any]:
+        release.wait(60)
+        return numpy_step(case)
+
+    start = time.monotonic()
+    try:
+        with pytest.raises(pytest.fail.Exception, match="did not finish within 2 s"):
+            sgdc.check(hang, name="hang", cases=CASES, timeout=2)
+    finally:
+        release.set()
+    assert time.monotonic() - start < 20
+
+
+def test_could_not_test_fails_with_the_cli_stderr(sgdc: Any) -> None:
+    with pytest.raises(pytest.fail.Exception) as info:
+        sgdc.check(numpy_step, name="numpy", extra_args=("--arrays", "nonsense"))
+    assert "could not test numpy (could_not_test)" in str(info.value)
+    assert "--arrays: nonsense not in" in str(info.value)
+
+
+def test_no_cli_skips_and_says_how_to_point_at_it(pytester: pytest.Pytester,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SGDC_CLI", raising=False)
+    monkeypatch.setenv("PATH", str(pytester.path))
+    pytester.makepyfile(test_user="""
+        def test_my_step(sgdc):
+            sgdc.check(lambda case: {}, name="my-step")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*the sgd-conformance CLI was not found: set SGDC_CLI=*"])
+
+
+def test_a_wrong_sgdc_cli_fails(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGDC_CLI", str(pytester.path / "no-such-cli"))
+    pytester.makepyfile(test_user="""
+        def test_my_step(sgdc):
+            sgdc.check(lambda case: {}, name="my-step")
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*SGDC_CLI=*no-such-cli is not an executable file*"])
+
+
+def test_float_steps_in_a_numpy_user_test(sgdc: Any) -> None:
+    """What a user with a float32 step counter writes: the counter's type declared."""
+    def step(case: sgdc_adapter.Case) -> dict[str, Any]:
+        return {**numpy_step(case), "step": np.float32(case.step) + np.float32(1)}
+
+    sgdc.check(step, name="float-counter", capabilities=("grads", "step_counter"),
+               counter=("float32", "saturate"), cases=CASES, properties=("step_counter",))
