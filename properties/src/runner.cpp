@@ -8,6 +8,9 @@ namespace sgdc::properties {
 
 namespace {
 
+// The most drawn cases a runner batch grows to for an implementation's preference.
+constexpr int max_batch_cases = 64;
+
 Counterexample shrink(const Property& p, Implementation& impl,
                       rc::Shrinkable<reference::Case> failing, std::string message, int index,
                       int budget) {

@@ -29,12 +29,15 @@ Shape within(Shape s, std::int64_t budget, int keep) {
   for (int i = 0; i < 3 && s.cost() > budget; ++i) {
     if (i == keep) continue;
     const std::int64_t rest = s.cost() / *dims[i];
-    *dims[i] = static_cast<int>(std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, rest)));
+    *dims[i] =
+        static_cast<int>(std::max<std::int64_t>(1, budget / std::max<std::int64_t>(1, rest)));
   }
   return s;
 }
 
-Shape small_shape(Rng& rng) { return {uniform(rng, 1, 12), uniform(rng, 1, 12), uniform(rng, 1, 12)}; }
+Shape small_shape(Rng& rng) {
+  return {uniform(rng, 1, 12), uniform(rng, 1, 12), uniform(rng, 1, 12)};
+}
 
 // A shape with dimension `which` (0 n, 1 d, 2 k) of size `size`, the others small.
 Shape tile_shape(Rng& rng, const ShapeOptions& o, int which, int size) {
@@ -101,7 +104,8 @@ std::vector<Shape> shape_pool(std::uint64_t seed, const ShapeOptions& o) {
   // t-th of m bands of the exponents, and its offset from the cycle -1, +1, 0 started at
   // random (so two tiles in a row are never both aligned).
   int tiles[3] = {0, 0, 0};
-  for (int i = 0; static_cast<int>(out.size()) + i < o.pool; ++i) ++tiles[tile_cycle[i % std::size(tile_cycle)]];
+  for (int i = 0; static_cast<int>(out.size()) + i < o.pool; ++i)
+    ++tiles[tile_cycle[i % std::size(tile_cycle)]];
   for (int which = 0; which < 3; ++which) {
     const std::vector<int> js = exponents(most_of(o, which));
     const int m = tiles[which];
@@ -113,9 +117,11 @@ std::vector<Shape> shape_pool(std::uint64_t seed, const ShapeOptions& o) {
       }
       // Band t of m over the exponents: [t * size / m, (t + 1) * size / m), never empty.
       const std::size_t lo = t * js.size() / m, hi = std::max(lo + 1, (t + 1) * js.size() / m);
-      const int j = js[std::uniform_int_distribution<std::size_t>(lo, std::min(hi, js.size()) - 1)(rng)];
+      const int j =
+          js[std::uniform_int_distribution<std::size_t>(lo, std::min(hi, js.size()) - 1)(rng)];
       constexpr int offsets[] = {-1, 1, 0};
-      out.push_back(tile_shape(rng, o, which, tile_size(j, offsets[(start + t) % 3], most_of(o, which))));
+      out.push_back(
+          tile_shape(rng, o, which, tile_size(j, offsets[(start + t) % 3], most_of(o, which))));
     }
   }
   std::stable_sort(out.begin(), out.end(),

@@ -23,12 +23,24 @@ TEST(Runner, SameSeedSameCases) {
   EXPECT_NE(draw(p, space, 42, 3).value().x, draw(p, space, 43, 3).value().x);
 }
 
+// The index of a case of at least 40 elements, from the 150th on, on which `impl` fails
+// accuracy: a large counterexample to shrink.
+int large_failing_case(Implementation& impl, const RunOptions& o) {
+  const Property& p = find_property("accuracy");
+  const CaseSpace s = case_space(impl.declaration(), o);
+  for (int i = 150;; ++i) {
+    const reference::Case c = draw(p, s, o.seed, i).value();
+    Observations obs;
+    if (elements(c) >= 40 && evaluate(p, impl, c, obs).kind == Judgement::Kind::fail) return i;
+  }
+}
+
 TEST(Runner, ShrinksToASmallerCounterexample) {
   auto impl = conformance::builtin::make(conformance::builtin::find("wrong-sign"));
   RunOptions o;
   o.seed = 1;
   // Start from a large case: skip the small early ones.
-  o.only_case = 150;
+  o.only_case = large_failing_case(*impl, o);
   const PropertyReport r = run_property(find_property("accuracy"), *impl, o);
   ASSERT_FALSE(r.passed);
   ASSERT_TRUE(r.counterexample);
@@ -88,7 +100,8 @@ TEST(Runner, FaultEndsTheRunAndKeepsWhatWasMeasured) {
 TEST(Runner, FaultWhileShrinkingKeepsTheCounterexample) {
   BreaksAfter impl("wrong-sign", 5);
   RunOptions o;
-  o.only_case = 150;
+  o.only_case =
+      large_failing_case(*conformance::builtin::make(conformance::builtin::find("wrong-sign")), o);
   const PropertyReport r = run_property(find_property("accuracy"), impl, o);
   EXPECT_FALSE(r.passed);
   ASSERT_TRUE(r.counterexample);

@@ -80,6 +80,10 @@ class Implementation {
   /// cases at once (an adapter in another process, a compiled framework) overrides it.
   /// Throws ImplementationFault as step() does.
   virtual std::vector<StepOutcome> step_batch(std::span<const reference::Case> cases);
+  /// How many cases the implementation would like to be handed at once (e.g. an adapter's
+  /// declared max_batch), 0 for no preference. The runner's batches grow to it; what is
+  /// judged never depends on it.
+  virtual std::size_t preferred_batch() const { return 0; }
 };
 
 }  // namespace sgdc::properties

@@ -34,7 +34,7 @@ struct ShapeOptions {
   /// The most multiply-adds (n * d * k) of a drawn shape: its small dimensions shrink to
   /// fit. A user's exact shapes are exempt.
   std::int64_t budget = std::int64_t{1} << 16;
-  int pool = 16;             ///< distinct shapes a run draws from; 0: a new shape every case
+  int pool = 12;             ///< distinct shapes a run draws from; 0: a new shape every case
   std::vector<Shape> exact;  ///< run at these shapes alone (`--shape`)
 };
 

@@ -61,6 +61,10 @@ class ProtocolAdapter : public properties::Implementation {
 
   properties::StepOutcome step(const reference::Case& c) override;
   std::vector<properties::StepOutcome> step_batch(std::span<const reference::Case> cases) override;
+  /// The adapter's declared max_batch, when it batches.
+  std::size_t preferred_batch() const override {
+    return max_batch_ > 1 ? static_cast<std::size_t>(max_batch_) : 0;
+  }
 
   /// Says bye and stops the adapter; returns how it ended (status 0 for a well-behaved
   /// adapter). Idempotent; never throws.
