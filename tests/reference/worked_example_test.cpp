@@ -1,4 +1,4 @@
-// The worked example of shared/spec/step.md, exactly.
+// The worked example of docs/spec/step.md, exactly.
 #include <gtest/gtest.h>
 
 #include "sgdc/reference/exact_step.hpp"

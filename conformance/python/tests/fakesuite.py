@@ -37,7 +37,7 @@ def make_case(n: int, d: int, k: int, *, num_shards: int = 1, step: int = 0, lr:
     return case
 
 
-# The worked example of shared/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
+# The worked example of docs/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
 WORKED = make_case(2, 1, 1, lr=0.1, kernel=[[1]], bias=[0], x=[[1], [2]], y=[[0], [0]])
 
 

@@ -288,7 +288,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
     if (name == "shard_layout") d.capabilities.shard_layout = true;
   }
 
-  // Extension fields (docs/protocol-extensions.md).
+  // Extension fields (docs/spec/protocol.md).
   if (const auto s = j.find("subnormals"); s != j.end()) {
     if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", show(*s)));
     const auto& text = s->get_ref<const std::string&>();

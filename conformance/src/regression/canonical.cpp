@@ -65,7 +65,7 @@ std::vector<Fixture> canonical_fixtures() {
   std::vector<Fixture> out;
   out.push_back(canonical(
       "worked-example",
-      "the worked example of shared/spec/step.md: gW = 5, gb = 3, loss 2.5 (before the update), "
+      "the worked example of docs/spec/step.md: gW = 5, gb = 3, loss 2.5 (before the update), "
       "W' = 0.5, b' = -0.3 with the float32 lr 0.100000001490116",
       reference::worked_example()));
   out.push_back(canonical(

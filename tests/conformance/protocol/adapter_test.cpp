@@ -369,7 +369,7 @@ TEST(ProtocolAdapter, UnterminatedAnswer) {
                      "{\"op\":\"result\",\"id\":"});
 }
 
-// --- binary arrays (docs/protocol-extensions.md) ---
+// --- binary arrays (docs/spec/protocol.md) ---
 
 TEST(ProtocolAdapter, PublishedAdapterDeclinesTheBinaryOffer) {
   auto adapter = start("good");

@@ -288,7 +288,7 @@ TEST(Messages, QuotedAdapterOutputIsValidUtf8) {
   }
 }
 
-// --- binary arrays (docs/protocol-extensions.md) ---
+// --- binary arrays (docs/spec/protocol.md) ---
 
 // Little-endian bytes of `values`, spelled out byte by byte (independent of the encoder).
 std::string le_bytes(const std::vector<float>& values) {

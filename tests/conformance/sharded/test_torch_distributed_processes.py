@@ -25,7 +25,7 @@ except ImportError as e:
     print(f"skipped: torch is not installed ({e})", file=sys.stderr)
     sys.exit(77)
 
-# The worked example of shared/spec/step.md, with num_shards = 2.
+# The worked example of docs/spec/step.md, with num_shards = 2.
 CASE = {"op": "step", "id": 1, "n": 2, "d": 1, "k": 1, "num_shards": 2, "step": 0,
         "lr": "zczMPQ==", "kernel": "AACAPw==", "bias": "AAAAAA==", "x": "AACAPwAAAEA=",
         "y": "AAAAAAAAAAA="}

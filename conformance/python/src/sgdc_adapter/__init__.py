@@ -61,7 +61,7 @@ distribution's pytest plugin) runs the suite against a step function of the test
 process: `sgdc.check(step, name=..., capabilities=...)`.
 
 Besides the protocol's fields, the hello reply carries the additive fields of
-docs/protocol-extensions.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
+docs/spec/protocol.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
 (the suite may send cases ahead of their answers: the kit reads and answers messages in
 order), and as declared "max_shards", "max_batch", "counter". When the suite offers
 binary arrays, the kit accepts them ("array_encoding": "binary"): arrays then travel as

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The worked example of `shared/spec/step.md`.
+/// The worked example of `docs/spec/step.md`.
 
 #include "sgdc/reference/case.hpp"
 

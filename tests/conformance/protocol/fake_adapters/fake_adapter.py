@@ -3,7 +3,7 @@
 Usage: python3 fake_adapter.py MODE [PID_FILE]
 
 The well-behaved modes compute the step in float32 (each operation rounded with
-struct), so the worked example of shared/spec/step.md comes out exactly. Every other
+struct), so the worked example of docs/spec/step.md comes out exactly. Every other
 mode breaks the protocol in one way, named by MODE:
 
   good               correct; all capabilities; the Python kit's extension fields

@@ -2,7 +2,7 @@
 /// \file
 /// How float arrays travel in protocol v1: base64 strings inside the JSON line (the
 /// spec's encoding), or raw bytes after the line (the negotiated "binary" extension,
-/// docs/protocol-extensions.md). Both carry IEEE-754 binary32 little-endian values.
+/// docs/spec/protocol.md). Both carry IEEE-754 binary32 little-endian values.
 
 #include <span>
 #include <string>

@@ -1,7 +1,6 @@
 #pragma once
 /// \file
-/// Protocol v1 messages (see shared/spec/adapter-protocol.md and
-/// docs/protocol-extensions.md): encoding what the suite sends and strictly decoding
+/// Protocol v1 messages (docs/spec/protocol.md): encoding what the suite sends and strictly decoding
 /// what the adapter answers. Each message is one JSON object, without the trailing
 /// newline; with binary arrays, a step or result also has the payload that follows it.
 
