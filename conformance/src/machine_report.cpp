@@ -26,7 +26,16 @@ json case_json(const reference::Case& c) {
   json j = {{"n", c.n},       {"d", c.d},
             {"k", c.k},       {"num_shards", c.num_shards},
             {"step", c.step}, {"lr", floats({c.lr})}};
-  for (const reference::InputArray& in : reference::input_arrays) j[in.name] = floats(c.*in.member);
+  const reference::Optimizer& o = c.optimizer;
+  if (o.kind != reference::Optimizer::Kind::sgd)
+    j["optimizer"] = {{"kind", to_string(o.kind)},
+                      {"momentum", floats({o.momentum})},
+                      {"dampening", floats({o.dampening})},
+                      {"nesterov", o.nesterov},
+                      {"weight_decay", floats({o.weight_decay})},
+                      {"decay", to_string(o.decay)}};
+  for (const reference::InputArray& in : reference::input_arrays)
+    if (!in.state || !(c.*in.member).empty()) j[in.name] = floats(c.*in.member);
   return j;
 }
 

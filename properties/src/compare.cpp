@@ -32,8 +32,11 @@ std::optional<std::string> malformed(const reference::StepResult& r, const refer
                                      const Declaration& d) {
   for (const reference::OutputInfo& out : reference::output_table) {
     const std::size_t got = r[out.output].size();
-    if (out.gradient && !d.capabilities.grads) continue;  // not promised: not judged
-    if (out.gradient && got == 0) return "declares grads but reported none";
+    if (!reports(out, c, d.capabilities.grads)) continue;  // not part of this result
+    if (got == 0 && out.reported == reference::Reported::with_grads)
+      return "declares grads but reported none";
+    if (got == 0 && out.reported == reference::Reported::with_momentum)
+      return fmt::format("reported no {} for a step with momentum", out.name);
     const std::size_t want = reference::element_count(out.extent, c.n, c.d, c.k);
     if (got != want) return fmt::format("{} has {} values, expected {}", out.name, got, want);
   }

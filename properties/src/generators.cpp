@@ -85,11 +85,23 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
   c.num_shards = std::uniform_int_distribution<int>(1, std::max(1, space.max_shards))(rng);
   c.step = draw_step(rng, space.counter);
   for (const reference::InputArray& in : reference::input_arrays) {
+    if (in.state) continue;  // drawn with the optimizer below
     std::vector<float>& v = c.*in.member;
     v.resize(reference::element_count(in.extent, c.n, c.d, c.k));
     for (float& f : v) f = draw_value(rng, p.spread);
   }
   c.lr = draw_lr(rng, p.lr);
+  // Half the cases of an implementation with momentum use it; three in four of those
+  // carry a buffer (values like the parameters'), the rest are first steps.
+  if (space.momentum && std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
+    c.optimizer = draw_momentum(rng, *space.momentum);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+      for (auto* v : {&c.momentum_kernel, &c.momentum_bias}) {
+        v->resize(v == &c.momentum_kernel ? c.kernel.size() : c.bias.size());
+        for (float& f : *v) f = draw_value(rng, p.spread);
+      }
+    }
+  }
   if (p.cancellation) {
     // y = x W + b to float32 (computed in double), then nudged by a few ULPs, so that
     // r is tiny next to the terms that make it.
@@ -125,6 +137,10 @@ reference::Case keep(const reference::Case& c, int begin, int end, int d0, int d
   };
   s.kernel = take(c.kernel, c.k, d0, d1, k0, k1);
   s.bias = take(c.bias, c.k, 0, 1, k0, k1);
+  if (!c.fresh_state()) {
+    s.momentum_kernel = take(c.momentum_kernel, c.k, d0, d1, k0, k1);
+    s.momentum_bias = take(c.momentum_bias, c.k, 0, 1, k0, k1);
+  }
   s.x = take(c.x, c.d, begin, end, d0, d1);
   s.y = take(c.y, c.k, begin, end, k0, k1);
   return s;
@@ -143,8 +159,10 @@ reference::Case drop_row(const reference::Case& c, int i) {
 reference::Case drop_input(const reference::Case& c, int l) {
   reference::Case s = c;
   --s.d;
-  s.kernel.erase(s.kernel.begin() + static_cast<std::ptrdiff_t>(l) * c.k,
-                 s.kernel.begin() + static_cast<std::ptrdiff_t>(l + 1) * c.k);
+  for (std::vector<float>* v : {&s.kernel, &s.momentum_kernel})
+    if (!v->empty())
+      v->erase(v->begin() + static_cast<std::ptrdiff_t>(l) * c.k,
+               v->begin() + static_cast<std::ptrdiff_t>(l + 1) * c.k);
   s.x.clear();
   for (int i = 0; i < c.n; ++i)
     for (int m = 0; m < c.d; ++m)
@@ -165,6 +183,10 @@ reference::Case drop_output(const reference::Case& c, int j) {
   drop_column(s.kernel, c.d);
   drop_column(s.y, c.n);
   s.bias.erase(s.bias.begin() + j);
+  if (!c.fresh_state()) {
+    drop_column(s.momentum_kernel, c.d);
+    s.momentum_bias.erase(s.momentum_bias.begin() + j);
+  }
   return s;
 }
 
@@ -221,6 +243,41 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
     last.push_back([c] {
       reference::Case s = c;
       s.step = 0;
+      return s;
+    });
+  // Simpler optimizers: fresh state, no decay, no Nesterov, no dampening, plain SGD.
+  const reference::Optimizer& o = c.optimizer;
+  if (!c.fresh_state())
+    last.push_back([c] {
+      reference::Case s = c;
+      s.momentum_kernel.clear();
+      s.momentum_bias.clear();
+      return s;
+    });
+  if (o.weight_decay != 0.0f)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer.weight_decay = 0.0f;
+      return s;
+    });
+  if (o.nesterov)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer.nesterov = false;
+      return s;
+    });
+  if (o.dampening != 0.0f)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer.dampening = 0.0f;
+      return s;
+    });
+  if (o.kind != reference::Optimizer::Kind::sgd && o.weight_decay == 0.0f)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer = reference::Optimizer{};
+      s.momentum_kernel.clear();
+      s.momentum_bias.clear();
       return s;
     });
   return rc::seq::concat(
@@ -286,6 +343,31 @@ std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
   const double v = std::floor(std::exp2(uniform(rng, 0.0, bits))) - 1.0;
   return v >= static_cast<double>(most) ? most
                                         : std::max<std::int64_t>(0, static_cast<std::int64_t>(v));
+}
+
+reference::Optimizer draw_momentum(Rng& rng, const MomentumSupport& support) {
+  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
+  reference::Optimizer o;
+  o.kind = reference::Optimizer::Kind::momentum;
+  if (one_in(4))
+    o.momentum = 0.9f;
+  else if (!one_in(7))
+    o.momentum = static_cast<float>(1.0 - std::exp(uniform(rng, std::log(0.001), std::log(0.5))));
+  if (support.dampening && !one_in(2)) {
+    static constexpr float dampenings[] = {0.1f, 0.5f, 0.9f};
+    o.dampening = dampenings[std::uniform_int_distribution<int>(0, 2)(rng)];
+  }
+  if (support.nesterov && o.momentum > 0.0f && one_in(2)) {
+    o.nesterov = true;
+    o.dampening = 0.0f;  // Nesterov momentum is defined without dampening
+  }
+  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
+    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
+    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
+                  ? reference::Optimizer::Decay::coupled
+                  : reference::Optimizer::Decay::decoupled;
+  }
+  return o;
 }
 
 rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profile) {

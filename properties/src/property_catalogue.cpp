@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 
@@ -209,7 +210,9 @@ Judgement update_rule(Context& ctx, const Case& c, std::span<const StepOutcome> 
   const reference::Expectation& e = ctx.expect(c);
   constexpr Output parameters[] = {Output::kernel, Output::bias};
   const auto bad = compare(res, e, parameters, &obs);
-  if (!res.grad_kernel.empty() && !res.grad_bias.empty()) {
+  // Consistency with the reported gradient is judged for plain SGD, where p' follows
+  // from g alone; with momentum the buffer comes between.
+  if (!res.grad_kernel.empty() && !res.grad_bias.empty() && c.optimizer == reference::Optimizer{}) {
     const auto inconsistent = inconsistent_updates(c, res, e);
     if (!inconsistent.empty()) {
       std::string s;
@@ -230,6 +233,74 @@ Judgement update_rule(Context& ctx, const Case& c, std::span<const StepOutcome> 
   if (!bad.empty())
     return Judgement::fail("new parameters outside the bound:" + explain(bad, c, res, ctx));
   return Judgement::pass();
+}
+
+// --- training -------------------------------------------------------------------------
+
+// Steps a training run of the drawn case takes: 2 to 8, fixed by the case.
+int training_steps(const Case& c) {
+  std::uint64_t h = static_cast<std::uint64_t>(c.n) * 1000003u + c.d * 10007u + c.k;
+  h ^= static_cast<std::uint64_t>(c.step) * 0x9e3779b97f4a7c15ULL;
+  return 2 + static_cast<int>(h % 7);
+}
+
+// The input of the step after `c`, from the implementation's own result of `c`: its new
+// parameters, buffer and counter (the counter's next value when it reports none).
+Case next_case(const Declaration& d, const Case& c, const StepResult& r) {
+  Case next = c;
+  next.kernel = r.kernel;
+  next.bias = r.bias;
+  if (c.optimizer.kind == reference::Optimizer::Kind::momentum) {
+    next.momentum_kernel = r.momentum_kernel;
+    next.momentum_bias = r.momentum_bias;
+  }
+  next.step = r.step ? *r.step : reference::next_count(d.counter, c.step);
+  return next;
+}
+
+bool all_finite(const StepResult& r) {
+  for (Output o : reference::all_outputs)
+    for (float v : r[o])
+      if (!std::isfinite(v)) return false;
+  return true;
+}
+
+Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome> out,
+                   Observations& obs) {
+  const int steps = training_steps(drawn);
+  // Step t's input is built from step t-1's result; each step is judged against the
+  // exact step from its own input, so rounding does not pile up into the verdict.
+  Case c = drawn;
+  for (std::size_t t = 0; t < out.size(); ++t) {
+    const Checked r = checked(ctx, c, out[t]);
+    if (!r.result)
+      return Judgement::fail(fmt::format("step {} of {}: {}", t + 1, steps, r.failure));
+    if (t + 1 < out.size()) {
+      c = next_case(ctx.declaration(), c, *r.result);
+      continue;
+    }
+    const auto bad = compare(*r.result, ctx.expect(c), &obs);
+    if (!bad.empty())
+      return Judgement::fail(fmt::format(
+          "step {} of {} of a run from the implementation's own results, judged against the exact "
+          "step from that step's input: {} output elements outside the derived bound:{}",
+          t + 1, steps, bad.size(), explain(bad, c, *r.result, ctx)));
+    const reference::Counter& counter = ctx.declaration().counter;
+    if (ctx.declaration().capabilities.step_counter &&
+        r.result->step != reference::next_count(counter, c.step))
+      return Judgement::fail(
+          fmt::format("step {} of {}: step counter {} before, {} after; expected {}", t + 1, steps,
+                      c.step, r.result->step ? std::to_string(*r.result->step) : "none",
+                      reference::next_count(counter, c.step)));
+    // A run that overflowed cannot go on, nor one whose counter would pass the largest
+    // value drawn (an undeclared end is not tested): what it did so far was right.
+    const Case next = next_case(ctx.declaration(), c, *r.result);
+    if (static_cast<int>(t) + 1 == steps || !all_finite(*r.result) || next.step < 0 ||
+        next.step > reference::largest_drawn_count(counter))
+      return Judgement::pass();
+    return Judgement::then({next});
+  }
+  return Judgement::fail("no step to judge");
 }
 
 // --- determinism ----------------------------------------------------------------------
@@ -358,9 +429,15 @@ std::vector<Property> make_properties() {
                [distinguishable](const CaseSpace& space) { return cases(space, distinguishable); },
                pre_update_loss_plan, pre_update_loss});
   p.push_back({"update_rule",
-               "parameters move as p - lr*g: within the bound of the exact update, and "
-               "consistent with the implementation's own reported gradient",
+               "parameters move as the optimizer says (p - lr*g for plain SGD): within the bound "
+               "of the exact update, and for plain SGD consistent with the implementation's own "
+               "reported gradient",
                always, any(any_dim), step_as_drawn, update_rule});
+  p.push_back({"training",
+               "a run of 2 to 8 steps, each from the implementation's own parameters, "
+               "optimizer state and counter, keeps every step within the bound of the exact step "
+               "from its input",
+               always, any(any_dim), step_as_drawn, training});
   p.push_back({"determinism", "the same case twice gives the same bits", always, any(any_dim),
                twice, determinism});
   p.push_back({"step_counter",

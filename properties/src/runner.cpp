@@ -66,6 +66,7 @@ CaseSpace case_space(const Declaration& declaration, const RunOptions& options) 
   CaseSpace space;
   space.counter = declaration.counter;
   space.pool = shape_pool(options.seed, options.shapes);
+  space.momentum = declaration.capabilities.momentum;
   space.shapes = options.shapes;
   return space;
 }

@@ -4,6 +4,7 @@
 #include <ostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sgdc/reference/float32.hpp"
 
@@ -18,9 +19,25 @@ void Case::validate() const {
     throw std::invalid_argument("num_shards: must be >= 1, got " + std::to_string(num_shards));
   }
   if (step < 0) throw std::invalid_argument("step: must be >= 0");
+  for (auto [name, h] :
+       {std::pair{"momentum", optimizer.momentum}, std::pair{"dampening", optimizer.dampening},
+        std::pair{"weight_decay", optimizer.weight_decay}}) {
+    if (std::isfinite(h) && h != 0.0f && std::abs(h) < 0x1p-126f)
+      throw std::invalid_argument(std::string(name) +
+                                  ": a hyperparameter is 0 or a normal float32");
+  }
+  if (optimizer.kind == Optimizer::Kind::sgd &&
+      (optimizer.momentum != 0.0f || optimizer.dampening != 0.0f || optimizer.nesterov ||
+       optimizer.weight_decay != 0.0f))
+    throw std::invalid_argument(
+        "optimizer: plain SGD takes no momentum, dampening, Nesterov or weight decay (a momentum "
+        "optimizer with momentum 0 decays)");
+  if (!fresh_state() && optimizer.kind != Optimizer::Kind::momentum)
+    throw std::invalid_argument("momentum_kernel: a momentum buffer without a momentum optimizer");
   for (const InputArray& in : input_arrays) {
     const std::size_t expected = element_count(in.extent, n, d, k);
     const std::size_t actual = (this->*in.member).size();
+    if (in.state && fresh_state()) continue;
     if (actual != expected) {
       throw std::invalid_argument(std::string(in.name) + ": expected " + std::to_string(expected) +
                                   " values, got " + std::to_string(actual));
@@ -28,8 +45,51 @@ void Case::validate() const {
   }
 }
 
+namespace {
+constexpr std::pair<Optimizer::Kind, const char*> kind_names[] = {
+    {Optimizer::Kind::sgd, "sgd"}, {Optimizer::Kind::momentum, "momentum"}};
+constexpr std::pair<Optimizer::Decay, const char*> decay_names[] = {
+    {Optimizer::Decay::coupled, "coupled"}, {Optimizer::Decay::decoupled, "decoupled"}};
+
+template <class T, std::size_t N>
+const char* name_of(const std::pair<T, const char*> (&names)[N], T value) {
+  for (const auto& [v, name] : names)
+    if (v == value) return name;
+  return "?";
+}
+template <class T, std::size_t N>
+std::optional<T> value_of(const std::pair<T, const char*> (&names)[N], std::string_view name) {
+  for (const auto& [v, text] : names)
+    if (name == text) return v;
+  return std::nullopt;
+}
+}  // namespace
+
+const char* to_string(Optimizer::Kind kind) { return name_of(kind_names, kind); }
+const char* to_string(Optimizer::Decay decay) { return name_of(decay_names, decay); }
+std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name) {
+  return value_of(kind_names, name);
+}
+std::optional<Optimizer::Decay> parse_decay(std::string_view name) {
+  return value_of(decay_names, name);
+}
+
+bool reports(const OutputInfo& info, const Case& c, bool grads) {
+  switch (info.reported) {
+    case Reported::always:
+      return true;
+    case Reported::with_grads:
+      return grads;
+    case Reported::with_momentum:
+      return c.optimizer.kind == Optimizer::Kind::momentum;
+  }
+  return false;
+}
+
 bool has_nonfinite_input(const Case& c) {
-  if (!std::isfinite(c.lr)) return true;
+  if (!std::isfinite(c.lr) || !std::isfinite(c.optimizer.momentum) ||
+      !std::isfinite(c.optimizer.dampening) || !std::isfinite(c.optimizer.weight_decay))
+    return true;
   for (const InputArray& in : input_arrays)
     for (float f : c.*in.member)
       if (!std::isfinite(f)) return true;
@@ -40,15 +100,26 @@ Case with_nonfinite_as_zero(Case c) {
   for (const InputArray& in : input_arrays)
     for (float& f : c.*in.member)
       if (!std::isfinite(f)) f = 0.0f;
-  if (!std::isfinite(c.lr)) c.lr = 0.0f;
+  for (float* h : {&c.lr, &c.optimizer.momentum, &c.optimizer.dampening, &c.optimizer.weight_decay})
+    if (!std::isfinite(*h)) *h = 0.0f;
   return c;
 }
 
 void showValue(const Case& c, std::ostream& os) {
   os << "n=" << c.n << " d=" << c.d << " k=" << c.k << " num_shards=" << c.num_shards
      << " step=" << c.step << " lr=" << describe(c.lr);
+  const Optimizer& o = c.optimizer;
+  if (o.kind != Optimizer::Kind::sgd || o.weight_decay != 0.0f) {
+    os << "\n  optimizer " << to_string(o.kind);
+    if (o.kind == Optimizer::Kind::momentum)
+      os << " momentum=" << describe(o.momentum) << " dampening=" << describe(o.dampening)
+         << (o.nesterov ? " nesterov" : "") << (c.fresh_state() ? " (fresh state)" : "");
+    if (o.weight_decay != 0.0f)
+      os << " weight_decay=" << describe(o.weight_decay) << " (" << to_string(o.decay) << ")";
+  }
   for (const InputArray& in : input_arrays) {
     const std::vector<float>& v = c.*in.member;
+    if (in.state && v.empty()) continue;
     os << "\n  " << in.name << " = [";
     for (std::size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << describe(v[i]);
     os << "]";

@@ -36,12 +36,6 @@ bool within_analysed_sizes(const Case& c) {
   return nk <= 0x1p20 && c.d <= (1 << 20) && c.n <= (1 << 18);
 }
 
-void require_finite(const std::vector<float>& v) {
-  for (const float f : v) {
-    if (!std::isfinite(f)) throw std::invalid_argument("certified_step: non-finite input");
-  }
-}
-
 // Rounds enclosures, counting those that cannot be certified (left as zeros until
 // fill_from_exact replaces them).
 class Rounder {
@@ -69,9 +63,9 @@ class Rounder {
   std::size_t missing_ = 0;
 };
 
-struct Enclosures {
-  std::vector<Approx> residual, grad_kernel, grad_bias, kernel, bias;
-  Approx loss;
+// Every output of the table (loss one value) and the residuals, enclosed.
+struct Enclosures : PerOutput<std::vector<Approx>> {
+  std::vector<Approx> residual;
 };
 
 // (R) r_nk = b_k - y_nk + sum_d x_nd W_dk: every term is an exact double (a product of
@@ -152,6 +146,70 @@ SGDC_VECTOR_CLONES std::vector<Approx> gradient_sums(const Case& c, const std::v
   return out;
 }
 
+// x a for any double x: x split into two halves of at most 26 bits, each times a by
+// Accumulator::add_product (exact products of the halves of a.hi, a.lo rounded or split).
+template <Tracking T>
+void add_scaled(double_word::Accumulator<T>& acc, double x, const Approx& a) {
+  const Pair xs = double_word::split(x);
+  const Pair hi = double_word::split(a.hi);
+  acc.add_product(xs.hi, hi, a);
+  if (xs.lo != 0.0) acc.add_product(xs.lo, hi, a);
+}
+
+// (O) SGD with momentum, elementwise from the enclosed gradient g (docs/error-model.md,
+// section 12), every term exact or enclosed: ge = g + wd p (wd p is an exact double);
+// buf' = ge, or mu buf + (1 - damp) ge (mu buf exact; 1 - damp a TwoSum pair);
+// d = buf', or ge + mu buf' (Nesterov); p' = p - lr d, or p - lr d - (lr wd) p
+// (decoupled; lr wd exact, times p by Dekker's product).
+template <Tracking T>
+void enclose_optimizer(const Case& c, const std::vector<float>& params,
+                       const std::vector<float>& buffer, const std::vector<Approx>& g,
+                       std::vector<Approx>& p_out, std::vector<Approx>& buffer_out) {
+  using Accumulator = double_word::Accumulator<T>;
+  const Optimizer& o = c.optimizer;
+  const double wd = o.weight_decay, mu = o.momentum, lr = c.lr;
+  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
+  const Pair keep = double_word::two_sum(1.0, -static_cast<double>(o.dampening));
+  const double lr_wd = lr * wd;  // two float32 values: exact
+  p_out.resize(params.size());
+  buffer_out.resize(params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const double p = params[i];
+    Approx ge = g[i];
+    if (!decoupled && wd != 0.0) {
+      Accumulator a;
+      a.add(g[i]);
+      a.add_exact(wd * p);
+      ge = a.result();
+    }
+    Approx b = ge;
+    if (!c.fresh_state()) {
+      Accumulator a;
+      a.add_exact(mu * static_cast<double>(buffer[i]));
+      add_scaled(a, keep.hi, ge);
+      if (keep.lo != 0.0) add_scaled(a, keep.lo, ge);
+      b = a.result();
+    }
+    buffer_out[i] = b;
+    Approx d = b;
+    if (o.nesterov) {
+      Accumulator a;
+      a.add(ge);
+      add_scaled(a, mu, b);
+      d = a.result();
+    }
+    Accumulator a;
+    a.add_exact(p);
+    add_scaled(a, -lr, d);
+    if (decoupled && wd != 0.0) {
+      const Pair q = double_word::two_prod(-lr_wd, p);
+      a.add_exact(q.hi);
+      a.add_small(q.lo);
+    }
+    p_out[i] = a.result();
+  }
+}
+
 template <Tracking T>
 Enclosures enclose(const Case& c) {
   using Accumulator = double_word::Accumulator<T>;
@@ -163,7 +221,7 @@ Enclosures enclose(const Case& c) {
   // (L) sum r^2, (G) sum_n r_nk and S_dk = sum_n x_nd r_nk.
   Accumulator squares;
   for (const Approx& r : e.residual) squares.add_square(r);
-  e.loss = double_word::divide(squares.result(), count);
+  e.loss = {double_word::divide(squares.result(), count)};
 
   std::vector<Accumulator> s_bias(static_cast<std::size_t>(k));
   for (int i = 0; i < n; ++i) {
@@ -189,71 +247,68 @@ Enclosures enclose(const Case& c) {
     for (const Accumulator& a : acc) s_kernel.push_back(a.result());
   }
 
-  // g = 2 S / (N K); p' = p - lr g = (N K p - 2 lr S) / (N K), one division at the end.
-  const double minus_two_lr = -2.0 * static_cast<double>(c.lr);
-  auto update = [&](float p, const Approx& sum) {
-    Accumulator t;
-    t.add_exact(count * static_cast<double>(p));  // count < 2^27: exact
-    t.add_product(minus_two_lr, double_word::split(sum.hi), sum);
-    return double_word::divide(t.result(), count);
-  };
   e.grad_kernel.resize(s_kernel.size());
-  e.kernel.resize(s_kernel.size());
-  for (std::size_t i = 0; i < s_kernel.size(); ++i) {
+  for (std::size_t i = 0; i < s_kernel.size(); ++i)
     e.grad_kernel[i] = double_word::divide(double_word::twice(s_kernel[i]), count);
-    e.kernel[i] = update(c.kernel[i], s_kernel[i]);
-  }
   e.grad_bias.resize(static_cast<std::size_t>(k));
-  e.bias.resize(static_cast<std::size_t>(k));
+  std::vector<Approx> s_bias_sums(static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) {
-    const Approx sum = s_bias[j].result();
-    e.grad_bias[j] = double_word::divide(double_word::twice(sum), count);
-    e.bias[j] = update(c.bias[j], sum);
+    s_bias_sums[j] = s_bias[j].result();
+    e.grad_bias[j] = double_word::divide(double_word::twice(s_bias_sums[j]), count);
+  }
+  if (c.optimizer.kind == Optimizer::Kind::sgd) {
+    // g = 2 S / (N K); p' = p - lr g = (N K p - 2 lr S) / (N K), one division at the end.
+    const double minus_two_lr = -2.0 * static_cast<double>(c.lr);
+    auto update = [&](float p, const Approx& sum) {
+      Accumulator t;
+      t.add_exact(count * static_cast<double>(p));  // count < 2^27: exact
+      t.add_product(minus_two_lr, double_word::split(sum.hi), sum);
+      return double_word::divide(t.result(), count);
+    };
+    e.kernel.resize(s_kernel.size());
+    for (std::size_t i = 0; i < s_kernel.size(); ++i)
+      e.kernel[i] = update(c.kernel[i], s_kernel[i]);
+    e.bias.resize(static_cast<std::size_t>(k));
+    for (int j = 0; j < k; ++j) e.bias[j] = update(c.bias[j], s_bias_sums[j]);
+  } else {
+    enclose_optimizer<T>(c, c.kernel, c.momentum_kernel, e.grad_kernel, e.kernel,
+                         e.momentum_kernel);
+    enclose_optimizer<T>(c, c.bias, c.momentum_bias, e.grad_bias, e.bias, e.momentum_bias);
   }
   return e;
 }
 
 // Replaces the values the enclosures could not certify by the exact step's.
 void fill_from_exact(const Enclosures& e, const RoundedStep& exact, RoundedStep& s) {
-  auto values = [](const std::vector<Approx>& from, const std::vector<RoundedValue>& truth,
-                   std::vector<RoundedValue>& to) {
-    for (std::size_t i = 0; i < from.size(); ++i) {
-      if (!certified_float32(from[i]) || !certified_double(from[i])) to[i] = truth[i];
-    }
-  };
   for (std::size_t i = 0; i < e.residual.size(); ++i) {
     if (!certified_double(e.residual[i])) s.residual[i] = exact.residual[i];
   }
-  if (!certified_float32(e.loss) || !certified_double(e.loss)) s.loss = exact.loss;
-  values(e.kernel, exact.kernel, s.kernel);
-  values(e.bias, exact.bias, s.bias);
-  values(e.grad_kernel, exact.grad_kernel, s.grad_kernel);
-  values(e.grad_bias, exact.grad_bias, s.grad_bias);
+  for (Output o : all_outputs) {
+    const std::vector<Approx>& from = e[o];
+    for (std::size_t i = 0; i < from.size(); ++i) {
+      if (!certified_float32(from[i]) || !certified_double(from[i])) s[o][i] = exact[o][i];
+    }
+  }
 }
+
 // Rounds every enclosure into `s`; returns how many could not be certified.
 std::size_t round_enclosures(const Enclosures& e, RoundedStep& s) {
   Rounder round;
   s.residual.clear();
   s.residual.reserve(e.residual.size());
   for (const Approx& r : e.residual) s.residual.push_back(round.residual(r));
-  s.loss = {round.value(e.loss)};
-  auto values = [&](const std::vector<Approx>& from, std::vector<RoundedValue>& to) {
-    to.clear();
-    to.reserve(from.size());
-    for (const Approx& a : from) to.push_back(round.value(a));
-  };
-  values(e.kernel, s.kernel);
-  values(e.bias, s.bias);
-  values(e.grad_kernel, s.grad_kernel);
-  values(e.grad_bias, s.grad_bias);
+  for (Output o : all_outputs) {
+    s[o].clear();
+    s[o].reserve(e[o].size());
+    for (const Approx& a : e[o]) s[o].push_back(round.value(a));
+  }
   return round.missing();
 }
 }  // namespace
 
 RoundedStep certified_step(const Case& c) {
   c.validate();
-  for (const auto* v : {&c.kernel, &c.bias, &c.x, &c.y}) require_finite(*v);
-  if (!std::isfinite(c.lr)) throw std::invalid_argument("certified_step: non-finite input");
+  if (has_nonfinite_input(c)) throw std::invalid_argument("certified_step: non-finite input");
 
   RoundedStep s;
   bool refined = false;

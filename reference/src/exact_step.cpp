@@ -38,8 +38,28 @@ StepValues<Scalar> evaluate_step(const Case& c) {
   const Scalar scale = Scalar(2) / count;
   v.grad_kernel = (x.transpose() * v.residual) * scale;
   v.grad_bias = v.residual.colwise().sum() * scale;
-  v.kernel = w - v.grad_kernel * lr;
-  v.bias = b - v.grad_bias * lr;
+  // The optimizer (docs/spec/step.md, "Optimizers"): the decayed gradient, the buffer, the
+  // direction, the update.
+  const Optimizer& o = c.optimizer;
+  const Scalar wd = to_matrix<Scalar>({o.weight_decay}, 1, 1)(0, 0);
+  const Scalar mu = to_matrix<Scalar>({o.momentum}, 1, 1)(0, 0);
+  const Scalar damp = to_matrix<Scalar>({o.dampening}, 1, 1)(0, 0);
+  const bool momentum = o.kind == Optimizer::Kind::momentum;
+  const bool decoupled = momentum && o.decay == Optimizer::Decay::decoupled;
+  auto update = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& g,
+                    const std::vector<float>& buffer, Matrix<Scalar>& buffer_out) {
+    const Matrix<Scalar> ge = decoupled ? g : Matrix<Scalar>(g + p * wd);
+    if (!momentum) return Matrix<Scalar>(p - ge * lr);
+    buffer_out = c.fresh_state()
+                     ? ge
+                     : Matrix<Scalar>(to_matrix<Scalar>(buffer, p.rows(), p.cols()) * mu +
+                                      ge * (Scalar(1) - damp));
+    Matrix<Scalar> direction = o.nesterov ? Matrix<Scalar>(ge + buffer_out * mu) : buffer_out;
+    if (decoupled) direction += p * wd;
+    return Matrix<Scalar>(p - direction * lr);
+  };
+  v.kernel = update(w, v.grad_kernel, c.momentum_kernel, v.momentum_kernel);
+  v.bias = update(b, v.grad_bias, c.momentum_bias, v.momentum_bias);
   return v;
 }
 

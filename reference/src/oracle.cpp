@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "optimizer_bound.hpp"
 #include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/error_bound.hpp"
 #include "sgdc/reference/rounded_step.hpp"
@@ -34,23 +35,39 @@ Poison find_poison(const Case& c) {
     }
   }
   const bool lr = bad(c.lr);
+  const bool momentum = c.optimizer.kind == Optimizer::Kind::momentum;
+  const bool buffer = momentum && !c.fresh_state();
   auto& o = p.outputs;
   o.loss = {static_cast<char>(loss)};
   o.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0);
   o.kernel.assign(o.grad_kernel.size(), 0);
   o.grad_bias.assign(static_cast<std::size_t>(k), 0);
   o.bias.assign(o.grad_bias.size(), 0);
+  if (momentum) {
+    o.momentum_kernel.assign(o.kernel.size(), 0);
+    o.momentum_bias.assign(o.bias.size(), 0);
+  }
+  // The buffer after the step reads the gradient, the parameter (decay) and the buffer
+  // before; the parameter after it also reads lr.
+  auto optimizer = [&](bool g, float p, const std::vector<float>& before, int e, char& out,
+                       char* buffer_out) {
+    const bool b = g || bad(p) || (buffer && bad(before[e]));
+    if (buffer_out) *buffer_out = b;
+    out = b || lr;
+  };
   for (int j = 0; j < k; ++j) {
     bool column = false;
     for (int i = 0; i < n; ++i) column = column || residual[i * k + j];
     o.grad_bias[j] = column;
-    o.bias[j] = column || lr || bad(c.bias[j]);
+    optimizer(column, c.bias[j], c.momentum_bias, j, o.bias[j],
+              momentum ? &o.momentum_bias[j] : nullptr);
     for (int l = 0; l < d; ++l) {
       bool g = column;
       for (int i = 0; i < n; ++i) g = g || bad(c.x[i * d + l]);
       const int e = l * k + j;
       o.grad_kernel[e] = g;
-      o.kernel[e] = g || lr || bad(c.kernel[e]);
+      optimizer(g, c.kernel[e], c.momentum_kernel, e, o.kernel[e],
+                momentum ? &o.momentum_kernel[e] : nullptr);
     }
   }
   p.any = loss || lr;
@@ -103,8 +120,11 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   mag.grad_bias = magnitudes(exact.grad_bias);
   mag.kernel = magnitudes(exact.kernel);
   mag.bias = magnitudes(exact.bias);
+  mag.momentum_kernel = magnitudes(exact.momentum_kernel);
+  mag.momentum_bias = magnitudes(exact.momentum_bias);
   mag.loss = exact.loss[0].value;
-  const StepBounds bounds = error_bounds(finite, mag, model);
+  StepBounds bounds = error_bounds(finite, mag, model);
+  apply_optimizer_bounds(finite, mag, model, bounds);
 
   Expectation out;
   for (Output o : all_outputs) out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);

@@ -6,8 +6,8 @@
 namespace sgdc::reference {
 
 std::size_t RoundedStep::elements() const {
-  return residual.size() + loss.size() + kernel.size() + bias.size() + grad_kernel.size() +
-         grad_bias.size();
+  return residual.size() + loss.size() + kernel.size() + momentum_kernel.size() +
+         momentum_bias.size() + bias.size() + grad_kernel.size() + grad_bias.size();
 }
 
 namespace {
@@ -38,6 +38,8 @@ RoundedStep round_exact_step(const Case& c) {
   s.bias = round_all(exact.bias);
   s.grad_kernel = round_all(exact.grad_kernel);
   s.grad_bias = round_all(exact.grad_bias);
+  s.momentum_kernel = round_all(exact.momentum_kernel);
+  s.momentum_bias = round_all(exact.momentum_bias);
   s.fallback_elements = s.elements();
   s.exact_evaluated = true;
   return s;

@@ -39,6 +39,7 @@ RC_GTEST_PROP(Properties, Accuracy, ()) { check("accuracy"); }
 RC_GTEST_PROP(Properties, ShardInvariance, ()) { check("shard_invariance"); }
 RC_GTEST_PROP(Properties, PreUpdateLoss, ()) { check("pre_update_loss"); }
 RC_GTEST_PROP(Properties, UpdateRule, ()) { check("update_rule"); }
+RC_GTEST_PROP(Properties, Training, ()) { check("training"); }
 RC_GTEST_PROP(Properties, Determinism, ()) { check("determinism"); }
 RC_GTEST_PROP(Properties, StepCounter, ()) { check("step_counter"); }
 RC_GTEST_PROP(Properties, ZeroLr, ()) { check("zero_lr"); }
@@ -47,7 +48,7 @@ RC_GTEST_PROP(Properties, Placement, ()) { check("placement"); }
 
 TEST(Properties, EveryPropertyHasATest) {
   // Keeps this file in step with the catalogue: a new property needs its RC_GTEST_PROP.
-  EXPECT_EQ(all_properties().size(), 9u);
+  EXPECT_EQ(all_properties().size(), 10u);
 }
 
 }  // namespace

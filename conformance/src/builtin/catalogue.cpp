@@ -42,6 +42,9 @@ std::vector<Entry> make_catalogue() {
                       "2/(N K) applied to each residual before the reductions, as autodiff "
                       "of mean() does",
                       Recipe{.order = Order::pairwise, .scale_first = true}));
+  c.push_back(variant("float64-buffer",
+                      "float32 gradients; the momentum buffer and direction computed in double",
+                      Recipe{.order = Order::sequential, .wide_state = true}));
   c.push_back(mutant("post-update-loss", Bug::post_update_loss,
                      "returns the loss re-evaluated after the update (logging the loss after "
                      "optimizer.step())"));
@@ -90,6 +93,17 @@ std::vector<Entry> make_catalogue() {
                      "step counter kept in float32: it stops advancing at 2^24"));
   c.push_back(mutant("int32-counter", Bug::int32_counter,
                      "step counter kept in a signed 32-bit integer: it wraps at 2^31"));
+  c.push_back(mutant("fresh-buffer-every-step", Bug::fresh_buffer_every_step,
+                     "the momentum buffer started afresh at every step (state not threaded back)"));
+  c.push_back(mutant("dampening-on-first-step", Bug::dampening_on_first_step,
+                     "a fresh buffer dampened, (1 - dampening) g, where the first step keeps g"));
+  c.push_back(mutant("nesterov-without-lookahead", Bug::nesterov_without_lookahead,
+                     "Nesterov's direction g + mu buf from the buffer before the step, not after"));
+  c.push_back(mutant("decay-convention-swapped", Bug::decay_convention_swapped,
+                     "weight decay coupled where it is declared decoupled, and back"));
+  c.push_back(mutant("buffer-shared", Bug::buffer_shared,
+                     "the bias's momentum buffer read from the kernel's (one buffer for two "
+                     "parameters)"));
   return c;
 }
 
@@ -102,6 +116,8 @@ class Builtin final : public properties::Implementation {
     declaration_.capabilities.step_counter = true;
     declaration_.capabilities.sharded = entry.sharded;
     declaration_.counter = builtin_counter;
+    declaration_.capabilities.momentum = properties::MomentumSupport{
+        .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
   }
   const properties::Declaration& declaration() const override { return declaration_; }
   properties::StepOutcome step(const reference::Case& c) override {

@@ -77,6 +77,43 @@ std::int64_t next_step(std::int64_t step, Bug bug) {
   }
 }
 
+// SGD with momentum from the gradient g, elementwise in `Wide` (float, or double for a
+// buffer kept wide): the buffer after the step into `buffer_out`, and the direction d of
+// p' = p - lr d. Plain SGD: d = g. Momentum bugs as `bug` says.
+template <class Wide, class G>
+std::vector<Wide> direction(const reference::Case& c, const std::vector<float>& p,
+                            const std::vector<G>& g, const std::vector<float>& buffer_in,
+                            std::vector<float>& buffer_out, Bug bug) {
+  const reference::Optimizer& o = c.optimizer;
+  std::vector<Wide> d(g.begin(), g.end());
+  if (o.kind != reference::Optimizer::Kind::momentum) return d;
+  bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
+  if (bug == Bug::decay_convention_swapped) decoupled = !decoupled;
+  const Wide wd = o.weight_decay, mu = o.momentum, keep = Wide(1) - Wide(o.dampening);
+  const bool fresh = c.fresh_state() || bug == Bug::fresh_buffer_every_step;
+  buffer_out.resize(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const Wide ge = decoupled ? Wide(g[i]) : Wide(g[i]) + wd * Wide(p[i]);
+    const Wide before = fresh ? Wide(0) : Wide(buffer_in[i]);
+    Wide b = fresh ? ge : mu * before + keep * ge;
+    if (fresh && bug == Bug::dampening_on_first_step) b = keep * ge;
+    buffer_out[i] = static_cast<float>(b);
+    Wide di = b;
+    if (o.nesterov) di = ge + mu * (bug == Bug::nesterov_without_lookahead ? before : b);
+    if (decoupled) di = di + wd * Wide(p[i]);
+    d[i] = di;
+  }
+  return d;
+}
+
+// The bias's buffer before the step: its own, or with the shared-buffer bug the kernel's
+// first k elements.
+const std::vector<float>& bias_buffer(const reference::Case& c, Bug bug, std::vector<float>& tmp) {
+  if (bug != Bug::buffer_shared || c.fresh_state()) return c.momentum_bias;
+  tmp.assign(c.momentum_kernel.begin(), c.momentum_kernel.begin() + c.k);
+  return tmp;
+}
+
 template <class T>
 struct Sums {
   T loss{0};
@@ -128,8 +165,27 @@ class LoopStep {
     }
 
     reference::StepResult out;
-    out.kernel = update(c_.kernel, total.grad_kernel, false);
-    out.bias = update(c_.bias, total.grad_bias, recipe_.bug == Bug::bias_not_updated);
+    std::vector<float> shared;
+    const std::vector<float>& bias_before = bias_buffer(c_, recipe_.bug, shared);
+    if (recipe_.wide_state) {
+      out.kernel = update(c_.kernel,
+                          direction<double>(c_, c_.kernel, total.grad_kernel, c_.momentum_kernel,
+                                            out.momentum_kernel, recipe_.bug),
+                          false);
+      out.bias = update(c_.bias,
+                        direction<double>(c_, c_.bias, total.grad_bias, bias_before,
+                                          out.momentum_bias, recipe_.bug),
+                        recipe_.bug == Bug::bias_not_updated);
+    } else {
+      out.kernel = update(c_.kernel,
+                          direction<T>(c_, c_.kernel, total.grad_kernel, c_.momentum_kernel,
+                                       out.momentum_kernel, recipe_.bug),
+                          false);
+      out.bias = update(
+          c_.bias,
+          direction<T>(c_, c_.bias, total.grad_bias, bias_before, out.momentum_bias, recipe_.bug),
+          recipe_.bug == Bug::bias_not_updated);
+    }
     out.loss = {static_cast<float>(total.loss)};
     if (recipe_.bug == Bug::post_update_loss) {
       const std::vector<T> after = residuals(out.kernel, out.bias, used);
@@ -241,7 +297,9 @@ class LoopStep {
     return out;
   }
 
-  std::vector<float> update(const std::vector<float>& p, const std::vector<T>& g,
+  // p' = p - lr d, for the direction d (the gradient for plain SGD).
+  template <class D>
+  std::vector<float> update(const std::vector<float>& p, const std::vector<D>& g,
                             bool frozen) const {
     const T lr = T(c_.lr);
     std::vector<float> out(p.size());
@@ -285,10 +343,16 @@ reference::StepResult eigen_step(const reference::Case& c) {
   const float scale = 2.0f / count;
   const Mat gw = (x.transpose() * r) * scale;
   const Row gb = r.colwise().sum() * scale;
-  const Mat w_new = w - c.lr * gw;
-  const Row b_new = b - c.lr * gb;
-
   reference::StepResult out;
+  const std::vector<float> gw_values(gw.data(), gw.data() + gw.size()),
+      gb_values(gb.data(), gb.data() + gb.size());
+  const std::vector<float> dw =
+      direction<float>(c, c.kernel, gw_values, c.momentum_kernel, out.momentum_kernel, Bug::none);
+  const std::vector<float> db =
+      direction<float>(c, c.bias, gb_values, c.momentum_bias, out.momentum_bias, Bug::none);
+  const Mat w_new = w - c.lr * Eigen::Map<const Mat>(dw.data(), c.d, c.k);
+  const Row b_new = b - c.lr * Eigen::Map<const Row>(db.data(), c.k);
+
   out.loss = {r.squaredNorm() / count};
   out.kernel.assign(w_new.data(), w_new.data() + w_new.size());
   out.bias.assign(b_new.data(), b_new.data() + b_new.size());

@@ -214,6 +214,32 @@ reference::Counter counter(const json& v) {
   return out;
 }
 
+// The hello reply's "momentum": {"dampening": bool, "nesterov": bool, "weight_decay":
+// ["coupled", "decoupled"]} (each optional: false, false, none).
+properties::MomentumSupport momentum_support(const json& v) {
+  if (!v.is_object()) bad(fmt::format("momentum is not an object: {}", show(v)));
+  properties::MomentumSupport out;
+  for (auto [key, flag] : {std::pair{"dampening", &out.dampening}, {"nesterov", &out.nesterov}}) {
+    const auto it = v.find(key);
+    if (it == v.end()) continue;
+    if (!it->is_boolean()) bad(fmt::format("momentum.{} is not true or false: {}", key, show(*it)));
+    *flag = it->get<bool>();
+  }
+  if (const auto it = v.find("weight_decay"); it != v.end()) {
+    if (!it->is_array()) bad(fmt::format("momentum.weight_decay is not a list: {}", show(*it)));
+    for (const json& e : *it) {
+      const auto decay =
+          e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
+      if (!decay)
+        bad(fmt::format("momentum.weight_decay lists {}, expected \"coupled\" or \"decoupled\"",
+                        show(e)));
+      (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
+          true;
+    }
+  }
+  return out;
+}
+
 std::string string_field(const json& j, const char* key, std::string_view what) {
   const auto it = j.find(key);
   if (it == j.end()) bad(fmt::format("{} has no {}", what, key));
@@ -242,7 +268,20 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
     j["batch_size"] = batch->size;
   }
   j["lr"] = write(std::span<const float>(&c.lr, 1));
-  for (const reference::InputArray& in : reference::input_arrays) j[in.name] = write(c.*in.member);
+  const reference::Optimizer& o = c.optimizer;
+  if (o.kind != reference::Optimizer::Kind::sgd) {
+    // Sent only for another optimizer than plain SGD: a v1 step stays as it was.
+    j["optimizer"] = to_string(o.kind);
+    j["momentum"] = write(std::span<const float>(&o.momentum, 1));
+    j["dampening"] = write(std::span<const float>(&o.dampening, 1));
+    j["nesterov"] = o.nesterov;
+    j["weight_decay"] = write(std::span<const float>(&o.weight_decay, 1));
+    j["decay"] = to_string(o.decay);
+  }
+  for (const reference::InputArray& in : reference::input_arrays) {
+    if (in.state && (c.*in.member).empty()) continue;  // fresh state: no buffer
+    j[in.name] = write(c.*in.member);
+  }
   return std::move(write).frame(std::move(j));
 }
 
@@ -339,6 +378,8 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
     d.capabilities.placement = *rule;
   }
   if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
+  if (const auto m = j.find("momentum"); m != j.end())
+    d.capabilities.momentum = momentum_support(*m);
   return Hello{std::move(d), arrays, positive_count(j, "max_in_flight"),
                positive_count(j, "max_batch")};
 }
@@ -397,8 +438,14 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
 
   reference::StepResult r;
   for (const reference::OutputInfo& out : reference::output_table) {
-    if (out.gradient && !promised.grads) continue;  // not promised: ignored, like any field
-    if (out.gradient) required(j, out.name, "grads");
+    // Outputs that are not part of this result (not promised, no momentum) are ignored,
+    // like unknown fields.
+    if (!reports(out, c, promised.grads)) continue;
+    if (out.reported == reference::Reported::with_grads) required(j, out.name, "grads");
+    if (out.reported == reference::Reported::with_momentum) {
+      if (j.find(out.name) == j.end())
+        bad(fmt::format("answer lacks {}, which a step with momentum returns", out.name));
+    }
     const auto count =
         static_cast<std::int64_t>(reference::element_count(out.extent, c.n, c.d, c.k));
     r[out.output] = floats(j, out.name, count);
@@ -449,6 +496,13 @@ std::string encode_hello_reply(const properties::Declaration& d) {
   if (d.capabilities.shard_layout) j["placement"] = to_string(d.capabilities.placement);
   if (d.counter.at_end != reference::CounterEnd::untested)
     j["counter"] = {{"dtype", to_string(d.counter.type)}, {"at_end", to_string(d.counter.at_end)}};
+  if (const auto& m = d.capabilities.momentum) {
+    ojson decays = ojson::array();
+    if (m->coupled_decay) decays.push_back("coupled");
+    if (m->decoupled_decay) decays.push_back("decoupled");
+    j["momentum"] = {
+        {"dampening", m->dampening}, {"nesterov", m->nesterov}, {"weight_decay", decays}};
+  }
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 

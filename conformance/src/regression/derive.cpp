@@ -29,6 +29,8 @@ reference::PerOutput<std::vector<reference::Rational>> exact_outputs(const refer
   out.bias = elements(v.bias);
   out.grad_kernel = elements(v.grad_kernel);
   out.grad_bias = elements(v.grad_bias);
+  out.momentum_kernel = elements(v.momentum_kernel);
+  out.momentum_bias = elements(v.momentum_bias);
   return out;
 }
 

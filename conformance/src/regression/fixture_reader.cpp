@@ -166,6 +166,44 @@ const std::regex decimal_pattern("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?");
 const std::regex rational_pattern("-?[0-9]+(/[1-9][0-9]*)?");
 
 std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
+                               const std::vector<std::int64_t>& shape, const char* dims);
+
+// inputs.optimizer: {"kind": "momentum", "momentum", "dampening", "weight_decay" (scalar
+// arrays), "nesterov" (bool), "decay" ("coupled" | "decoupled")}.
+reference::Optimizer optimizer(const Reader& r, const Json& j) {
+  const Json& o = r.object(j, "inputs.optimizer",
+                           {"kind", "momentum", "dampening", "nesterov", "weight_decay", "decay"});
+  reference::Optimizer out;
+  const std::string kind = r.string(o["kind"], "inputs.optimizer.kind");
+  const auto parsed = reference::parse_optimizer_kind(kind);
+  if (!parsed || *parsed == reference::Optimizer::Kind::sgd)
+    r.fail("inputs.optimizer.kind", fmt::format("\"{}\" is not \"momentum\"", kind));
+  out.kind = *parsed;
+  auto scalar = [&](const char* key) {
+    const Json& a =
+        r.object(o[key], std::string("inputs.optimizer.") + key, {"shape", "float32", "decimal"});
+    const std::string path = std::string("inputs.optimizer.") + key;
+    r.shape(a["shape"], path + ".shape", {}, "a scalar");
+    std::vector<float> v = r.floats(a["float32"], path + ".float32", 1);
+    r.decimals(a["decimal"], path + ".decimal", v);
+    return v[0];
+  };
+  out.momentum = scalar("momentum");
+  out.dampening = scalar("dampening");
+  out.weight_decay = scalar("weight_decay");
+  r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
+                "true or false");
+  out.nesterov = o["nesterov"].get<bool>();
+  const std::string decay = r.string(o["decay"], "inputs.optimizer.decay");
+  const auto d = reference::parse_decay(decay);
+  if (!d)
+    r.fail("inputs.optimizer.decay",
+           fmt::format("\"{}\" is neither \"coupled\" nor \"decoupled\"", decay));
+  out.decay = *d;
+  return out;
+}
+
+std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
                                const std::vector<std::int64_t>& shape, const char* dims) {
   const std::string path = std::string("inputs.") + key;
   const Json& a = r.object(parent[key], path, {"shape", "float32", "decimal"});
@@ -252,9 +290,9 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     r.fail("arithmetic.subnormals", fmt::format("\"{}\" is neither \"ieee\" nor \"ftz\"", sub));
   f.arithmetic.subnormals = reference::parse_subnormals(sub.c_str());
 
-  const Json& in =
-      r.object(j["inputs"], "inputs",
-               {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"});
+  const Json& in = r.object(j["inputs"], "inputs",
+                            {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"},
+                            {"optimizer", "momentum_kernel", "momentum_bias"});
   reference::Case& c = f.inputs;
   c.n = static_cast<int>(r.integer(in["n"], "inputs.n", 1, max_dim));
   c.d = static_cast<int>(r.integer(in["d"], "inputs.d", 1, max_dim));
@@ -262,17 +300,29 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   c.num_shards = static_cast<int>(r.integer(in["num_shards"], "inputs.num_shards", 1, max_dim));
   c.step = r.integer(in["step"], "inputs.step", 0, max_step - 1);
   c.lr = input_array(r, in, "lr", {}, reference::dimension_names(reference::Extent::one))[0];
-  for (const reference::InputArray& a : reference::input_arrays)
+  if (in.contains("optimizer")) c.optimizer = optimizer(r, in["optimizer"]);
+  const bool momentum = c.optimizer.kind == reference::Optimizer::Kind::momentum;
+  for (const reference::InputArray& a : reference::input_arrays) {
+    // The buffer before the step: present, both of it, exactly for a momentum step that is
+    // not the first.
+    if (a.state && !in.contains(a.name)) continue;
+    if (a.state && !momentum)
+      r.fail(std::string("inputs.") + a.name, "a momentum buffer without a momentum optimizer");
     c.*a.member = input_array(r, in, a.name, reference::dimensions(a.extent, c.n, c.d, c.k),
                               reference::dimension_names(a.extent));
+  }
+  if (in.contains("momentum_kernel") != in.contains("momentum_bias"))
+    r.fail("inputs.momentum_bias", "momentum_kernel and momentum_bias come together");
 
   std::vector<std::string> output_keys;
-  for (const reference::OutputInfo& o : reference::output_table) output_keys.push_back(o.name);
+  for (const reference::OutputInfo& o : reference::output_table)
+    if (reports(o, c, true)) output_keys.push_back(o.name);
   output_keys.push_back("step");
   const Json& out = r.object(j["outputs"], "outputs", output_keys);
   for (const reference::OutputInfo& o : reference::output_table)
-    f.outputs[o.output] = output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
-                                 reference::dimension_names(o.extent));
+    if (reports(o, c, true))
+      f.outputs[o.output] = output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
+                                   reference::dimension_names(o.extent));
   f.step = r.integer(out["step"], "outputs.step", 1, max_step);
 
   const Json& p =

@@ -75,12 +75,24 @@ Json to_json(const Fixture& f) {
   in["num_shards"] = c.num_shards;
   in["step"] = c.step;
   in["lr"] = input_array(Json::array(), {c.lr});
+  if (const reference::Optimizer& o = c.optimizer; o.kind != reference::Optimizer::Kind::sgd) {
+    Json opt = Json::object();
+    opt["kind"] = to_string(o.kind);
+    opt["momentum"] = input_array(Json::array(), {o.momentum});
+    opt["dampening"] = input_array(Json::array(), {o.dampening});
+    opt["nesterov"] = o.nesterov;
+    opt["weight_decay"] = input_array(Json::array(), {o.weight_decay});
+    opt["decay"] = to_string(o.decay);
+    in["optimizer"] = std::move(opt);
+  }
   for (const reference::InputArray& a : reference::input_arrays)
-    in[a.name] = input_array(shape_of(a.extent, c), c.*a.member);
+    if (!a.state || !(c.*a.member).empty())
+      in[a.name] = input_array(shape_of(a.extent, c), c.*a.member);
   j["inputs"] = std::move(in);
   Json out = Json::object();
   for (const reference::OutputInfo& o : reference::output_table)
-    out[o.name] = output_object(shape_of(o.extent, c), f.outputs[o.output]);
+    if (reports(o, c, true))
+      out[o.name] = output_object(shape_of(o.extent, c), f.outputs[o.output]);
   out["step"] = f.step;
   j["outputs"] = std::move(out);
   Json p = Json::object();

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "sgdc/properties/implementation.hpp"
 #include "sgdc/properties/shapes.hpp"
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/counter.hpp"
@@ -29,7 +30,16 @@ struct CaseSpace {
   /// 1..min(max_dim, 12), growing with the size (small cases for meta-tests).
   std::vector<Shape> pool;
   std::optional<ShapeOptions> shapes;
+  /// SGD with momentum, when the implementation takes it: then half the cases draw a
+  /// momentum optimizer within what it declares (the rest plain SGD).
+  std::optional<MomentumSupport> momentum;
 };
+
+/// A momentum optimizer within `support`: momentum 0.9 in one case of four, 0 in one of
+/// eight, else log-uniform in [0.5, 0.999]; dampening (when taken) 0 in half the cases,
+/// else 0.1, 0.5 or 0.9; Nesterov (when taken) in half, with dampening 0 and momentum
+/// above 0; weight decay 0 in half, else log-uniform in [1e-5, 0.1] in a taken convention.
+reference::Optimizer draw_momentum(std::mt19937_64& rng, const MomentumSupport& support);
 
 /// The step counter before the step: in one case of three a value where counters fail
 /// (2^24 - 1, 2^24, 2^31 - 1, 2^31, the last value before the end, the end itself, those

@@ -18,6 +18,15 @@
 
 namespace sgdc::properties {
 
+/// What an implementation of SGD with momentum takes (hello field "momentum"); with it,
+/// the implementation returns the buffer after every momentum step.
+struct MomentumSupport {
+  bool dampening = false;  ///< a dampening other than 0
+  bool nesterov = false;
+  bool coupled_decay = false;    ///< weight decay added to the gradient (into the buffer)
+  bool decoupled_decay = false;  ///< weight decay added to the direction (outside the buffer)
+};
+
 /// Optional outputs and behaviours an implementation promises.
 struct Capabilities {
   bool grads = false;         ///< reports grad_kernel and grad_bias
@@ -31,6 +40,8 @@ struct Capabilities {
   int max_shards = 0;
   /// How the reported shard layout places the parameters (with `shard_layout`).
   sharding::PlacementRule placement = sharding::PlacementRule::flat;
+  /// SGD with momentum, when the implementation offers it (plain SGD otherwise).
+  std::optional<MomentumSupport> momentum;
 };
 
 /// Who is under test and how it computes.

@@ -5,11 +5,41 @@
 #include <array>
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "sgdc/reference/outputs.hpp"
 
 namespace sgdc::reference {
+
+/// The optimizer that makes the update from the gradient (docs/spec/step.md,
+/// "Optimizers"). Hyperparameters are float32 values; the default is plain SGD.
+struct Optimizer {
+  enum class Kind {
+    sgd,       ///< p' = p - lr (g + wd p)
+    momentum,  ///< SGD with a momentum buffer (heavy ball or Nesterov)
+  };
+  /// Where the weight decay enters with momentum.
+  enum class Decay {
+    coupled,    ///< added to the gradient, so it enters the buffer (torch.optim.SGD)
+    decoupled,  ///< added to the buffer's direction, outside the buffer
+  };
+  Kind kind = Kind::sgd;
+  float momentum = 0.0f;  ///< mu
+  float dampening = 0.0f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;
+  Decay decay = Decay::coupled;
+
+  friend bool operator==(const Optimizer&, const Optimizer&) = default;
+};
+
+/// "sgd", "momentum"; "coupled", "decoupled"; and back.
+const char* to_string(Optimizer::Kind kind);
+const char* to_string(Optimizer::Decay decay);
+std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name);
+std::optional<Optimizer::Decay> parse_decay(std::string_view name);
 
 /// One input of the step. Matrices are row-major float32.
 struct Case {
@@ -23,9 +53,17 @@ struct Case {
   float lr = 0.0f;            ///< learning rate of plain SGD
   int num_shards = 1;         ///< informational: must not change any result of the baseline
   std::int64_t step = 0;      ///< optimizer step counter before the update
+  Optimizer optimizer;        ///< plain SGD unless it says otherwise
+  /// The momentum buffer before the step, [d][k] and [k], with a momentum optimizer; both
+  /// empty: fresh state, the optimizer's first step.
+  std::vector<float> momentum_kernel, momentum_bias;
+
+  /// True for fresh optimizer state: no momentum buffer yet.
+  bool fresh_state() const { return momentum_kernel.empty() && momentum_bias.empty(); }
 
   /// Throws std::invalid_argument naming the offending field when a dimension is not
-  /// positive or an array's length disagrees with n, d, k.
+  /// positive, an array's length disagrees with n, d, k, or the optimizer state does not
+  /// fit the optimizer.
   void validate() const;
 };
 
@@ -34,15 +72,22 @@ struct InputArray {
   const char* name;  ///< as in the protocol and fixtures
   std::vector<float> Case::*member;
   Extent extent;
+  bool state;  ///< optimizer state: empty in fresh state, and sent only when present
 };
 
 /// The array inputs in protocol order (the scalar `lr` comes before them).
-inline constexpr std::array<InputArray, 4> input_arrays{{
-    {"kernel", &Case::kernel, Extent::kernel},
-    {"bias", &Case::bias, Extent::bias},
-    {"x", &Case::x, Extent::x},
-    {"y", &Case::y, Extent::y},
+inline constexpr std::array<InputArray, 6> input_arrays{{
+    {"kernel", &Case::kernel, Extent::kernel, false},
+    {"bias", &Case::bias, Extent::bias, false},
+    {"x", &Case::x, Extent::x, false},
+    {"y", &Case::y, Extent::y, false},
+    {"momentum_kernel", &Case::momentum_kernel, Extent::kernel, true},
+    {"momentum_bias", &Case::momentum_bias, Extent::bias, true},
 }};
+
+/// Whether output `info` is part of the result of case `c` for an implementation that
+/// reports gradients (`grads`) or not.
+bool reports(const OutputInfo& info, const Case& c, bool grads);
 
 /// True when some input (lr included) is NaN or infinite.
 bool has_nonfinite_input(const Case& c);

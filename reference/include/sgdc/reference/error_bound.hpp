@@ -18,12 +18,13 @@ double gamma(double m, double u);
 
 /// Magnitudes of the exact step (rounded to double) that the bounds depend on.
 struct ExactMagnitudes {
-  std::vector<double> residual;     ///< |r|, [n][k]
-  std::vector<double> grad_kernel;  ///< |gW|, [d][k]
-  std::vector<double> grad_bias;    ///< |gb|, [k]
-  std::vector<double> kernel;       ///< |W'|, [d][k]
-  std::vector<double> bias;         ///< |b'|, [k]
-  double loss = 0.0;                ///< L
+  std::vector<double> residual;                        ///< |r|, [n][k]
+  std::vector<double> grad_kernel;                     ///< |gW|, [d][k]
+  std::vector<double> grad_bias;                       ///< |gb|, [k]
+  std::vector<double> kernel;                          ///< |W'|, [d][k]
+  std::vector<double> bias;                            ///< |b'|, [k]
+  std::vector<double> momentum_kernel, momentum_bias;  ///< |buf'| (with momentum)
+  double loss = 0.0;                                   ///< L
 };
 
 /// Bound on |computed - exact| for one output element.

@@ -25,8 +25,10 @@ struct StepValues {
   Scalar loss;                 ///< mean of r^2 over all n*k elements
   Matrix<Scalar> grad_kernel;  ///< 2/(n k) x^T r, [d][k]
   Matrix<Scalar> grad_bias;    ///< 2/(n k) sum_n r, [1][k]
-  Matrix<Scalar> kernel;       ///< W - lr gW
-  Matrix<Scalar> bias;         ///< b - lr gb, [1][k]
+  Matrix<Scalar> kernel;       ///< W', the optimizer's update of W (W - lr gW for plain SGD)
+  Matrix<Scalar> bias;         ///< b', [1][k]
+  /// The momentum buffer after the step, [d][k] and [1][k]; empty without momentum.
+  Matrix<Scalar> momentum_kernel, momentum_bias;
 };
 
 /// Evaluates the step in `Scalar`. Inputs must be finite (float32 values are exact in

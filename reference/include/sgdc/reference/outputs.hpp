@@ -13,7 +13,7 @@
 namespace sgdc::reference {
 
 /// The outputs, in report order.
-enum class Output { loss, kernel, bias, grad_kernel, grad_bias };
+enum class Output { loss, kernel, bias, grad_kernel, grad_bias, momentum_kernel, momentum_bias };
 
 /// How many values an output (or input array) holds for a case of shape n x d x k.
 enum class Extent {
@@ -24,21 +24,30 @@ enum class Extent {
   y,       ///< n * k, row-major [n][k]
 };
 
+/// When an output is part of a step's result.
+enum class Reported {
+  always,
+  with_grads,     ///< by implementations that declare `grads`
+  with_momentum,  ///< in the steps whose optimizer keeps a momentum buffer
+};
+
 /// One row of the output table.
 struct OutputInfo {
   Output output;
   const char* name;  ///< as in the protocol, fixtures and reports
   Extent extent;
-  bool gradient;  ///< reported only by implementations that declare `grads`
+  Reported reported;
 };
 
 /// Every output, in report order: the one list that loops, reports and formats follow.
-inline constexpr std::array<OutputInfo, 5> output_table{{
-    {Output::loss, "loss", Extent::one, false},
-    {Output::kernel, "kernel", Extent::kernel, false},
-    {Output::bias, "bias", Extent::bias, false},
-    {Output::grad_kernel, "grad_kernel", Extent::kernel, true},
-    {Output::grad_bias, "grad_bias", Extent::bias, true},
+inline constexpr std::array<OutputInfo, 7> output_table{{
+    {Output::loss, "loss", Extent::one, Reported::always},
+    {Output::kernel, "kernel", Extent::kernel, Reported::always},
+    {Output::bias, "bias", Extent::bias, Reported::always},
+    {Output::grad_kernel, "grad_kernel", Extent::kernel, Reported::with_grads},
+    {Output::grad_bias, "grad_bias", Extent::bias, Reported::with_grads},
+    {Output::momentum_kernel, "momentum_kernel", Extent::kernel, Reported::with_momentum},
+    {Output::momentum_bias, "momentum_bias", Extent::bias, Reported::with_momentum},
 }};
 
 /// The outputs alone, in report order.
@@ -51,7 +60,7 @@ inline constexpr std::array<Output, output_table.size()> all_outputs = [] {
 /// The table row of `o`.
 constexpr const OutputInfo& info(Output o) { return output_table[static_cast<std::size_t>(o)]; }
 
-/// "loss", "kernel", "bias", "grad_kernel" or "grad_bias".
+/// The output's name, e.g. "loss" or "grad_kernel".
 constexpr const char* to_string(Output o) { return info(o).name; }
 
 /// The output named `name`, if any.
@@ -74,6 +83,8 @@ struct PerOutput {
   T bias{};
   T grad_kernel{};
   T grad_bias{};
+  T momentum_kernel{};  ///< the momentum buffer after the step
+  T momentum_bias{};
 
   T& operator[](Output o) { return this->*member(o); }
   const T& operator[](Output o) const { return this->*member(o); }
@@ -81,8 +92,10 @@ struct PerOutput {
  private:
   // The members in table order: the one place that ties an Output to its member.
   static constexpr T PerOutput::*member(Output o) {
-    constexpr T PerOutput::*members[] = {&PerOutput::loss, &PerOutput::kernel, &PerOutput::bias,
-                                         &PerOutput::grad_kernel, &PerOutput::grad_bias};
+    constexpr T PerOutput::*members[] = {&PerOutput::loss,         &PerOutput::kernel,
+                                         &PerOutput::bias,         &PerOutput::grad_kernel,
+                                         &PerOutput::grad_bias,    &PerOutput::momentum_kernel,
+                                         &PerOutput::momentum_bias};
     static_assert(std::size(members) == output_table.size());
     return members[static_cast<std::size_t>(o)];
   }

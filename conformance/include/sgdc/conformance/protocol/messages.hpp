@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// Protocol v1 messages (docs/spec/protocol.md): encoding what the suite sends and strictly decoding
-/// what the adapter answers. Each message is one JSON object, without the trailing
+/// Protocol v1 messages (docs/spec/protocol.md): encoding what the suite sends and strictly
+/// decoding what the adapter answers. Each message is one JSON object, without the trailing
 /// newline; with binary arrays, a step or result also has the payload that follows it.
 
 #include <cstdint>
