@@ -116,11 +116,16 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
     if (const auto& s = p.observations.shard_storage) {
       json bytes = json::array();
       for (std::int64_t v : s->values) bytes.push_back(v * std::int64_t{sizeof(float)});
+      json state = json::array();
+      for (const auto& v : s->state)
+        state.push_back(v ? json(*v * std::int64_t{sizeof(float)}) : json(nullptr));
       jp["stored_bytes_per_shard"] = {{"d", s->d},
                                       {"k", s->k},
                                       {"num_shards", s->shards},
+                                      {"placement", to_string(s->rule)},
                                       {"bytes", bytes},
-                                      {"meaning", "parameter storage, not peak memory"}};
+                                      {"state_bytes", state},
+                                      {"meaning", "storage, not peak memory"}};
     }
     if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;

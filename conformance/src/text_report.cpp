@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sgdc/conformance/replay_line.hpp"
+#include "sgdc/properties/sharding/storage.hpp"
 
 namespace sgdc::conformance {
 
@@ -35,6 +36,36 @@ std::string describe(const properties::Declaration& d) {
 }
 
 namespace {
+
+// Bytes each shard reported storing, beside what the storage estimate (`storage`) gives
+// for the same shape, shard count, placement rule and optimizer.
+void write_shard_storage(std::ostream& os, const properties::Observations::ShardStorage& s,
+                         const std::string& property) {
+  namespace sharding = properties::sharding;
+  const auto state =
+      s.state_tensors > 0 ? sharding::OptimizerState::momentum : sharding::OptimizerState::sgd;
+  const sharding::StoragePlan plan =
+      sharding::plan_storage(s.d, s.k, s.shards, "float32", state, s.rule);
+  fmt::print(os,
+             "\nstored bytes per shard ({}, last case d={} k={} num_shards={}, placement {}, "
+             "{}):\n  {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}\n",
+             property, s.d, s.k, s.shards, to_string(s.rule),
+             s.state_tensors > 0 ? "momentum" : "plain SGD", "shard", "parameters", "state",
+             "est. params", "est. grads", "est. state");
+  for (int i = 0; i < s.shards && i < static_cast<int>(s.values.size()); ++i) {
+    const std::int64_t bytes = sizeof(float);
+    const auto& est = plan.per_shard[static_cast<std::size_t>(i)];
+    const std::optional<std::int64_t> state_values =
+        i < static_cast<int>(s.state.size()) ? s.state[i] : std::nullopt;
+    fmt::print(os, "  {:>5} {:>10} B {:>10} {:>10} B {:>10} B {:>10} B\n", i, s.values[i] * bytes,
+               state_values ? fmt::format("{} B", *state_values * bytes) : "-", est.parameter_bytes,
+               est.gradient_bytes, est.state_bytes);
+  }
+  fmt::print(os,
+             "  storage, not peak memory: gathered copies, activations and communication "
+             "buffers come on top (`storage` estimates the same)\n");
+}
+
 const char* verdict_line(SuiteVerdict v) {
   switch (v) {
     case SuiteVerdict::conformant:
@@ -62,15 +93,8 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
                w.ulps ? std::to_string(*w.ulps) : "-", p.seconds);
   }
   for (const PropertyOutcome& o : r.properties) {
-    const auto& s = o.report.observations.shard_storage;
-    if (!s) continue;
-    std::string bytes;
-    for (std::int64_t v : s->values) bytes += fmt::format(" {}", v * std::int64_t{sizeof(float)});
-    fmt::print(os,
-               "\nstored bytes per shard ({}, last case d={} k={} num_shards={}):{}\n"
-               "  parameter storage, not peak memory: (D+1)*K/S float32 values per shard; "
-               "gathered copies, gradients, activations and buffers come on top\n",
-               o.report.property, s->d, s->k, s->shards, bytes);
+    if (const auto& s = o.report.observations.shard_storage)
+      write_shard_storage(os, *s, o.report.property);
   }
   for (const PropertyOutcome& o : r.properties) {
     if (!o.skip_reason.empty()) fmt::print(os, "\nskip {}: {}\n", o.report.property, o.skip_reason);

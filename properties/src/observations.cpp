@@ -23,7 +23,9 @@ void Observations::record(reference::Output o, const reference::ElementCheck& c)
 
 void Observations::merge(const Observations& later) {
   for (reference::Output o : reference::all_outputs) add(per_output[o], later.per_output[o]);
-  if (later.shard_storage) shard_storage = later.shard_storage;
+  if (later.shard_storage &&
+      (!shard_storage || later.shard_storage->state_tensors >= shard_storage->state_tensors))
+    shard_storage = later.shard_storage;
 }
 
 Observations::Worst Observations::overall() const {

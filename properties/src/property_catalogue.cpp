@@ -395,11 +395,20 @@ Judgement placement(Context& ctx, const Case& c, std::span<const StepOutcome> ou
   const Checked r = checked(ctx, c, out[0]);
   if (!r.result) return Judgement::fail(r.failure);
   const std::vector<reference::ShardPart>& shards = *r.result->shards;
-  Observations::ShardStorage stored{c.d, c.k, c.num_shards, {}};
-  for (const reference::ShardPart& p : shards) stored.values.push_back(p.kernel + p.bias);
-  obs.shard_storage = std::move(stored);
   const sharding::PlacementRule rule = ctx.declaration().capabilities.placement;
-  if (auto why = sharding::layout_violation(shards, c.d, c.k, c.num_shards, rule))
+  // The optimizer's parameter-sized state tensors: the momentum buffer.
+  const int state_tensors = c.optimizer.kind == reference::Optimizer::Kind::momentum ? 1 : 0;
+  Observations::ShardStorage stored{c.d, c.k, c.num_shards, rule, state_tensors, {}, {}};
+  for (const reference::ShardPart& p : shards) {
+    stored.values.push_back(p.kernel + p.bias);
+    stored.state.push_back(p.state_kernel && p.state_bias
+                               ? std::optional(*p.state_kernel + *p.state_bias)
+                               : std::nullopt);
+  }
+  // The storage table shows a step with optimizer state when the run had one.
+  if (!obs.shard_storage || state_tensors >= obs.shard_storage->state_tensors)
+    obs.shard_storage = std::move(stored);
+  if (auto why = sharding::layout_violation(shards, c.d, c.k, c.num_shards, rule, state_tensors))
     return Judgement::fail(fmt::format("with num_shards={}: {}", c.num_shards, *why));
   return Judgement::pass();
 }
@@ -453,8 +462,9 @@ std::vector<Property> make_properties() {
                always, [](const CaseSpace& space) { return special_cases(space); }, step_as_drawn,
                special_values});
   p.push_back({"placement",
-               "each shard stores its own part of the parameters: the parts cover every "
-               "parameter exactly once, sized by the declared placement rule",
+               "each shard stores its own part of the parameters, and keeps the optimizer state "
+               "of that part: the parts cover every parameter exactly once, sized by the "
+               "declared placement rule",
                [](const Declaration& d) { return d.capabilities.shard_layout; }, any(any_dim),
                step_as_drawn, placement});
   return p;

@@ -16,10 +16,10 @@ bool over(double magnitude) { return !(magnitude < float32_max); }
 // One parameter element's way through the optimizer (section 12), in magnitudes: what
 // the bounds of the buffer and the update are made of.
 struct Element {
-  double p = 0.0;          // |p|
-  double buffer = 0.0;     // |buf| before the step (0 when fresh)
-  double g = 0.0;          // |g|, the exact gradient
-  double bg = 0.0;         // its bound (G)
+  double p = 0.0;       // |p|
+  double buffer = 0.0;  // |buf| before the step (0 when fresh)
+  double g = 0.0;       // |g|, the exact gradient
+  double bg = 0.0;      // its bound (G)
   bool g_overflow = false;
   double buffer_new = 0.0;  // |buf'|, exact
   double p_new = 0.0;       // |p'|, exact
@@ -46,20 +46,20 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
 
   auto element = [&](Element& e, ElementBound& p_bound, double& from_grad, ElementBound& b_bound) {
     // (O1) the decayed gradient ge = g + wd p: the product and the sum, or one FMA.
-    const double e_ge = decoupled || wd == 0.0
-                            ? e.bg
-                            : (1.0 + u) * (e.bg + wd * tau + u * wd * (e.p + tau) + eta) +
-                                  u * e.ge + eta;
+    const double e_ge =
+        decoupled || wd == 0.0
+            ? e.bg
+            : (1.0 + u) * (e.bg + wd * tau + u * wd * (e.p + tau) + eta) + u * e.ge + eta;
     // (O2) the buffer: ge when fresh; mu buf + (1 - damp) ge, three roundings a term.
-    const double e_b =
-        fresh ? e_ge
-              : mu * tau + keep * e_ge + g3 * (mu * (e.buffer + tau) + keep * (e.ge + e_ge)) +
-                    3.0 * eta * (1.0 + g3);
+    const double e_b = fresh ? e_ge
+                             : mu * tau + keep * e_ge +
+                                   g3 * (mu * (e.buffer + tau) + keep * (e.ge + e_ge)) +
+                                   3.0 * eta * (1.0 + g3);
     // (O3) the direction: buf', or ge + mu buf' (Nesterov), two roundings a term.
-    const double e_d = o.nesterov ? e_ge + mu * e_b +
-                                        g2 * (e.ge + e_ge + mu * (e.buffer_new + e_b)) +
-                                        2.0 * eta * (1.0 + g2)
-                                  : e_b;
+    const double e_d = o.nesterov
+                           ? e_ge + mu * e_b + g2 * (e.ge + e_ge + mu * (e.buffer_new + e_b)) +
+                                 2.0 * eta * (1.0 + g2)
+                           : e_b;
     // (O4) the update. Coupled: p - lr d, as (U) with d for the gradient. Decoupled:
     // p (1 - lr wd) - lr d in any of its forms, at most four roundings a term.
     double e_p;
@@ -79,8 +79,9 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
     b_bound.may_overflow =
         ge_over || over((mu * (e.buffer + tau) + keep * (e.ge + e_ge)) * (1.0 + g3));
     p_bound.bound = e_p * evaluation_slack;
-    p_bound.may_overflow = b_bound.may_overflow || over((e.direction + e_d) * (1.0 + g2)) ||
-                           over((e.p + tau + lr * (e.direction + e_d) + lr * wd * e.p) * (1.0 + g4));
+    p_bound.may_overflow =
+        b_bound.may_overflow || over((e.direction + e_d) * (1.0 + g2)) ||
+        over((e.p + tau + lr * (e.direction + e_d) + lr * wd * e.p) * (1.0 + g4));
     // update_rule's consistency with a reported gradient is not judged with momentum:
     // the slack is the bound itself.
     from_grad = p_bound.bound;

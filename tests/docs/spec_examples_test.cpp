@@ -144,6 +144,8 @@ TEST(SpecExamples, EveryTagIsChecked) {
                                                "shards-flat",
                                                "shards-output_chunks",
                                                "shards-input_chunks",
+                                               "shards-output_chunks-momentum",
+                                               "step-momentum",
                                                "bye",
                                                "step-binary",
                                                "result-binary",
@@ -167,6 +169,29 @@ TEST(SpecExamples, SuiteHello) {
 TEST(SpecExamples, WorkedExampleStep) {
   EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step"))),
             parsed(encode_step(7, reference::worked_example())));
+}
+
+TEST(SpecExamples, MomentumStep) {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.optimizer.momentum = 0.5f;
+  c.optimizer.nesterov = true;
+  c.optimizer.weight_decay = 0.25f;
+  c.momentum_kernel = {1.0f};
+  c.momentum_bias = {2.0f};
+  EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step-momentum"))), parsed(encode_step(8, c)));
+}
+
+TEST(SpecExamples, MomentumShardLayout) {
+  const ojson list = parsed(one_line(block(protocol_blocks(), "shards-output_chunks-momentum")));
+  std::vector<reference::ShardPart> reported;
+  for (const ojson& s : list)
+    reported.push_back({s.at("kernel").get<std::int64_t>(), s.at("bias").get<std::int64_t>(),
+                        s.at("state_kernel").get<std::int64_t>(),
+                        s.at("state_bias").get<std::int64_t>()});
+  EXPECT_EQ(
+      sharding::layout_violation(reported, 2, 3, 4, sharding::PlacementRule::output_chunks, 1),
+      std::nullopt);
 }
 
 TEST(SpecExamples, BinaryStep) {
@@ -233,6 +258,9 @@ TEST(SpecExamples, FullHelloReply) {
   EXPECT_EQ(d.capabilities.placement, sharding::PlacementRule::output_chunks);
   EXPECT_EQ(d.counter.type, reference::CounterType::uint32);
   EXPECT_EQ(d.counter.at_end, reference::CounterEnd::wrap);
+  ASSERT_TRUE(d.capabilities.momentum.has_value());
+  EXPECT_TRUE(d.capabilities.momentum->dampening && d.capabilities.momentum->nesterov &&
+              d.capabilities.momentum->coupled_decay && d.capabilities.momentum->decoupled_decay);
 
   // Every field the example shares with encode_hello_reply has the value it writes.
   const ojson example = parsed(line);

@@ -159,16 +159,23 @@ std::vector<reference::ShardPart> shards(const json& v) {
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& s = v[i];
     if (!s.is_object()) bad(fmt::format("shards[{}] is not an object: {}", i, show(s)));
-    reference::ShardPart part;
-    for (const char* key : {"kernel", "bias"}) {
+    auto count = [&](const char* key) -> std::optional<std::int64_t> {
       const auto it = s.find(key);
-      if (it == s.end()) bad(fmt::format("shards[{}] has no {}", i, key));
-      const auto count = as_int64(*it);
-      if (!count || *count < 0) {
+      if (it == s.end()) return std::nullopt;
+      const auto value = as_int64(*it);
+      if (!value || *value < 0)
         bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key, show(*it)));
-      }
-      (std::string_view(key) == "kernel" ? part.kernel : part.bias) = *count;
+      return value;
+    };
+    reference::ShardPart part;
+    for (auto [key, field] : {std::pair{"kernel", &part.kernel}, {"bias", &part.bias}}) {
+      const auto value = count(key);
+      if (!value) bad(fmt::format("shards[{}] has no {}", i, key));
+      *field = *value;
     }
+    // Optional: where the shard keeps its optimizer state.
+    part.state_kernel = count("state_kernel");
+    part.state_bias = count("state_bias");
     out.push_back(part);
   }
   return out;

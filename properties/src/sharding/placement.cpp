@@ -15,18 +15,22 @@ constexpr std::array<std::pair<PlacementRule, const char*>, 3> rule_names{{
     {PlacementRule::input_chunks, "input_chunks"},
 }};
 
-const char* explain(PlacementRule rule) {
+std::string explain(PlacementRule rule) {
+  return fmt::format("the {} rule ({})", to_string(rule), describe(rule));
+}
+}  // namespace
+
+const char* describe(PlacementRule rule) {
   switch (rule) {
     case PlacementRule::flat:
-      return "the flat rule (the (D+1)*K vector split as numpy.array_split)";
+      return "the flat vector [kernel row-major, bias] split as numpy.array_split";
     case PlacementRule::output_chunks:
-      return "the output_chunks rule (kernel and bias split on K as torch.chunk)";
+      return "kernel and bias split on K in chunks of ceil(K/S) as torch.chunk";
     case PlacementRule::input_chunks:
-      return "the input_chunks rule (kernel split on D, bias on K, as torch.chunk)";
+      return "kernel split on D, bias on K, in chunks of ceil(rows/S) as torch.chunk";
   }
   return "?";
 }
-}  // namespace
 
 const char* to_string(PlacementRule rule) {
   for (const auto& [r, name] : rule_names)
@@ -76,7 +80,8 @@ std::vector<reference::ShardPart> expected_layout(int d, int k, int shards, Plac
 }
 
 std::optional<std::string> layout_violation(const std::vector<reference::ShardPart>& reported,
-                                            int d, int k, int shards, PlacementRule rule) {
+                                            int d, int k, int shards, PlacementRule rule,
+                                            int state_tensors) {
   if (reported.size() != static_cast<std::size_t>(shards))
     return fmt::format("{} shards reported for num_shards={}", reported.size(), shards);
   const std::int64_t kernel = std::int64_t{d} * k;
@@ -104,6 +109,25 @@ std::optional<std::string> layout_violation(const std::vector<reference::ShardPa
       return fmt::format("shard {} stores {} kernel and {} bias elements; {} gives {} and {}", s,
                          reported[s].kernel, reported[s].bias, explain(rule), want[s].kernel,
                          want[s].bias);
+    }
+  }
+  if (state_tensors == 0) return std::nullopt;
+  for (int s = 0; s < shards; ++s) {
+    const reference::ShardPart& p = reported[s];
+    if (!p.state_kernel || !p.state_bias)
+      return fmt::format(
+          "shard {} does not say where it keeps its optimizer state (state_kernel, state_bias)", s);
+    const std::int64_t state_kernel = state_tensors * want[s].kernel;
+    const std::int64_t state_bias = state_tensors * want[s].bias;
+    if (*p.state_kernel != state_kernel || *p.state_bias != state_bias) {
+      const bool replicated = shards > 1 && *p.state_kernel == state_tensors * kernel &&
+                              *p.state_bias == state_tensors * std::int64_t{k};
+      return fmt::format(
+          "shard {} keeps {} kernel and {} bias elements of optimizer state; sharded with its "
+          "parameters ({} state tensor{}), it keeps {} and {}{}",
+          s, *p.state_kernel, *p.state_bias, state_tensors, state_tensors == 1 ? "" : "s",
+          state_kernel, state_bias,
+          replicated ? ": the whole state on every shard, not sharded" : "");
     }
   }
   return std::nullopt;

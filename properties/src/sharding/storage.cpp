@@ -19,45 +19,45 @@ constexpr std::array<std::pair<std::string_view, int>, 6> dtypes = {{{"float32",
                                                                      {"float8_e4m3fn", 1},
                                                                      {"float8_e5m2", 1}}};
 
-const char* name_of(Optimizer o) {
+const char* name_of(OptimizerState o) {
   switch (o) {
-    case Optimizer::sgd:
+    case OptimizerState::sgd:
       return "sgd";
-    case Optimizer::momentum:
+    case OptimizerState::momentum:
       return "momentum";
-    case Optimizer::adam:
+    case OptimizerState::adam:
       return "adam";
   }
   return "?";
 }
 
-const char* state_words(Optimizer o) {
+const char* state_words(OptimizerState o) {
   switch (o) {
-    case Optimizer::sgd:
+    case OptimizerState::sgd:
       return "plain SGD keeps no parameter-sized state, only the step counter";
-    case Optimizer::momentum:
+    case OptimizerState::momentum:
       return "momentum keeps one accumulator per parameter";
-    case Optimizer::adam:
+    case OptimizerState::adam:
       return "Adam keeps two moments per parameter";
   }
   return "?";
 }
 }  // namespace
 
-Optimizer parse_optimizer(std::string_view name) {
-  for (Optimizer o : {Optimizer::sgd, Optimizer::momentum, Optimizer::adam})
+OptimizerState parse_optimizer(std::string_view name) {
+  for (OptimizerState o : {OptimizerState::sgd, OptimizerState::momentum, OptimizerState::adam})
     if (name == name_of(o)) return o;
   throw std::invalid_argument(
       fmt::format("unknown optimizer \"{}\"; known: sgd, momentum, adam", name));
 }
 
-int state_tensors(Optimizer o) {
+int state_tensors(OptimizerState o) {
   switch (o) {
-    case Optimizer::sgd:
+    case OptimizerState::sgd:
       return 0;
-    case Optimizer::momentum:
+    case OptimizerState::momentum:
       return 1;
-    case Optimizer::adam:
+    case OptimizerState::adam:
       return 2;
   }
   return 0;
@@ -72,12 +72,13 @@ int bytes_per_value(std::string_view dtype) {
   throw std::invalid_argument(fmt::format("unknown dtype \"{}\"; known: {}", dtype, known));
 }
 
-StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer) {
+StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, OptimizerState optimizer,
+                         PlacementRule rule) {
   if (d < 1 || k < 1 || shards < 1)
     throw std::invalid_argument(
         fmt::format("D, K and S must be positive (got D={} K={} S={})", d, k, shards));
-  StoragePlan plan{d, k, shards, std::string(dtype), bytes_per_value(dtype), optimizer, {}};
-  for (const reference::ShardPart& part : expected_layout(d, k, shards)) {
+  StoragePlan plan{d, k, shards, std::string(dtype), bytes_per_value(dtype), optimizer, rule, {}};
+  for (const reference::ShardPart& part : expected_layout(d, k, shards, rule)) {
     ShardStorage s;
     s.kernel = part.kernel;
     s.bias = part.bias;
@@ -95,12 +96,9 @@ void write_storage_report(std::ostream& os, const StoragePlan& p) {
              "storage per shard (not peak memory): Linear D={} K={}, (D+1)*K = {} parameters "
              "over {} shards, {} ({} bytes per value), optimizer {}\n",
              p.d, p.k, values, p.shards, p.dtype, p.bytes, name_of(p.optimizer));
-  fmt::print(os,
-             "placement: the flat vector [kernel row-major, bias] split as numpy.array_split "
-             "(the first {} shards hold {} values, the others {})\n"
-             "optimizer state: {}; state in {}, step counter an int32 on every shard\n\n",
-             values % p.shards, values / p.shards + 1, values / p.shards, state_words(p.optimizer),
-             p.dtype);
+  fmt::print(os, "placement: {} ({})\n", describe(p.rule), to_string(p.rule));
+  fmt::print(os, "optimizer state: {}; state in {}, a 4-byte step counter on every shard\n\n",
+             state_words(p.optimizer), p.dtype);
   fmt::print(os, "{:>5} {:>7} {:>6} {:>11} {:>10} {:>16} {:>13} {:>10}\n", "shard", "kernel",
              "bias", "parameters", "gradients", "optimizer state", "step counter", "total");
   ShardStorage all;

@@ -103,6 +103,36 @@ TEST(Placement, InputChunksSplitTheKernelOnD) {
   EXPECT_EQ(layout[1].bias, 1);
 }
 
+// With momentum every shard keeps the buffer of its own parameters: one state tensor.
+std::vector<reference::ShardPart> with_state(std::vector<reference::ShardPart> layout,
+                                             int tensors) {
+  for (auto& p : layout) {
+    p.state_kernel = tensors * p.kernel;
+    p.state_bias = tensors * p.bias;
+  }
+  return layout;
+}
+
+TEST(Placement, OptimizerStateLivesWithItsParameters) {
+  const auto layout = expected_layout(5, 3, 4, PlacementRule::output_chunks);
+  EXPECT_FALSE(layout_violation(with_state(layout, 1), 5, 3, 4, PlacementRule::output_chunks, 1));
+  // Not reported.
+  const auto none = layout_violation(layout, 5, 3, 4, PlacementRule::output_chunks, 1);
+  ASSERT_TRUE(none);
+  EXPECT_NE(none->find("does not say where it keeps its optimizer state"), std::string::npos);
+  // Replicated: the whole buffer on every shard.
+  auto replicated = layout;
+  for (auto& p : replicated) {
+    p.state_kernel = 15;
+    p.state_bias = 3;
+  }
+  const auto why = layout_violation(replicated, 5, 3, 4, PlacementRule::output_chunks, 1);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("not sharded"), std::string::npos) << *why;
+  // Plain SGD keeps none: its layout needs no state.
+  EXPECT_FALSE(layout_violation(layout, 5, 3, 4, PlacementRule::output_chunks, 0));
+}
+
 TEST(Placement, RuleNamesRoundTrip) {
   for (PlacementRule r :
        {PlacementRule::flat, PlacementRule::output_chunks, PlacementRule::input_chunks})

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/check.hpp"
 #include "sgdc/reference/outputs.hpp"
 
@@ -25,7 +26,11 @@ struct Observations {
   /// Parameter values each shard stored, as an implementation reported them.
   struct ShardStorage {
     int d = 0, k = 0, shards = 0;
+    sharding::PlacementRule rule = sharding::PlacementRule::flat;
+    int state_tensors = 0;             ///< the step's optimizer state tensors (1 with momentum)
     std::vector<std::int64_t> values;  ///< per shard, kernel and bias elements together
+    /// Per shard, the optimizer state elements it reported (kernel and bias together).
+    std::vector<std::optional<std::int64_t>> state;
   };
   /// The layout of the last case that reported one (protocol `shards`), if any.
   std::optional<ShardStorage> shard_storage;

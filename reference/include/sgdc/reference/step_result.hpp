@@ -10,10 +10,12 @@
 
 namespace sgdc::reference {
 
-/// The parameter elements one shard stores (protocol `shards`).
+/// The parameter elements one shard stores (protocol `shards`), and the elements of
+/// optimizer state it keeps for them (all its state tensors together), when reported.
 struct ShardPart {
   std::int64_t kernel = 0;
   std::int64_t bias = 0;
+  std::optional<std::int64_t> state_kernel, state_bias;
 };
 
 /// The outputs of one step, one float32 array per output of the table (`loss` holds one

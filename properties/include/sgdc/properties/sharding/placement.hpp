@@ -28,6 +28,10 @@ enum class PlacementRule {
   input_chunks,
 };
 
+/// What `rule` does, in words: "the flat vector [kernel row-major, bias] split as
+/// numpy.array_split", ...
+const char* describe(PlacementRule rule);
+
 /// "flat", "output_chunks", "input_chunks" and back.
 const char* to_string(PlacementRule rule);
 std::optional<PlacementRule> parse_placement_rule(std::string_view name);
@@ -50,9 +54,13 @@ std::vector<reference::ShardPart> expected_layout(int d, int k, int shards,
 
 /// What is wrong with `reported` for that shape and shard count under `rule`: a wrong
 /// number of shards, parameters stored more than once or not at all, or a shard storing
-/// other counts than the rule prescribes. Nothing when it matches.
+/// other counts than the rule prescribes; with `state_tensors` > 0 (the optimizer's
+/// parameter-sized state tensors), optimizer state not reported, or not kept with the
+/// parameters it belongs to (each shard `state_tensors` times its own parameter counts:
+/// a replicated state is a violation). Nothing when it matches.
 std::optional<std::string> layout_violation(const std::vector<reference::ShardPart>& reported,
                                             int d, int k, int shards,
-                                            PlacementRule rule = PlacementRule::flat);
+                                            PlacementRule rule = PlacementRule::flat,
+                                            int state_tensors = 0);
 
 }  // namespace sgdc::properties::sharding

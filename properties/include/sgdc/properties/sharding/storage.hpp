@@ -2,7 +2,7 @@
 /// \file
 /// Per-shard storage of a fully sharded (FSDP / ZeRO-3) step of the Linear layer:
 /// parameters, gradients and optimizer state, each split by the placement remainder
-/// rule (`sgdc/properties/placement.hpp`). Storage only: peak memory is larger, since a
+/// rule (`sgdc/properties/sharding/placement.hpp`). Storage only: peak memory is larger, since a
 /// step also holds gathered parameter copies, activations and communication buffers.
 
 #include <cstdint>
@@ -11,26 +11,29 @@
 #include <string_view>
 #include <vector>
 
+#include "sgdc/properties/sharding/placement.hpp"
+
 namespace sgdc::properties::sharding {
 
 /// The optimizer, which decides how many parameter-sized state tensors there are.
-enum class Optimizer {
+enum class OptimizerState {
   sgd,       ///< plain SGD: no state beyond the step counter
   momentum,  ///< SGD with momentum: one accumulator
   adam,      ///< Adam: first and second moments
 };
 
-/// "sgd", "momentum" or "adam" to an Optimizer; throws std::invalid_argument otherwise.
-Optimizer parse_optimizer(std::string_view name);
+/// "sgd", "momentum" or "adam" to an OptimizerState; throws std::invalid_argument otherwise.
+OptimizerState parse_optimizer(std::string_view name);
 
 /// Parameter-sized state tensors `o` keeps: 0, 1 or 2.
-int state_tensors(Optimizer o);
+int state_tensors(OptimizerState o);
 
 /// Bytes per value of a dtype name (float32, float64, bfloat16, float16, float8_e4m3fn,
 /// float8_e5m2); throws std::invalid_argument naming the known ones otherwise.
 int bytes_per_value(std::string_view dtype);
 
-/// Bytes of the step counter every shard keeps (an int32, as optax and NNX count).
+/// Bytes of the step counter every shard keeps (4: optax's int32, NNX's uint32, torch's
+/// float32 step).
 inline constexpr std::int64_t step_counter_bytes = 4;
 
 /// What one shard stores.
@@ -51,13 +54,15 @@ struct StoragePlan {
   int d = 0, k = 0, shards = 0;
   std::string dtype;
   int bytes = 0;  ///< per value
-  Optimizer optimizer = Optimizer::sgd;
+  OptimizerState optimizer = OptimizerState::sgd;
+  PlacementRule rule = PlacementRule::flat;
   std::vector<ShardStorage> per_shard;
 };
 
-/// The plan for these sizes; throws std::invalid_argument for non-positive sizes or an
-/// unknown dtype.
-StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer);
+/// The plan for these sizes, the shards' parts placed by `rule`; throws
+/// std::invalid_argument for non-positive sizes or an unknown dtype.
+StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, OptimizerState optimizer,
+                         PlacementRule rule = PlacementRule::flat);
 
 /// The plan as a table, labelled as storage, with the caveat about peak memory.
 void write_storage_report(std::ostream& os, const StoragePlan& plan);
