@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -112,9 +113,33 @@ struct Hypothesis {
 
 }  // namespace
 
+// NaN from finite inputs that cannot overflow: a 0/0, which the known bugs make where
+// their divisor is 0 on this case.
+std::optional<std::string> zero_division(const Case& c, const reference::StepResult& r,
+                                         const reference::Expectation& e) {
+  bool nan = false;
+  for (reference::Output o : reference::all_outputs)
+    for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
+      nan = nan || (std::isnan(r[o][i]) && !e[o][i].may_overflow && !e[o][i].must_be_nonfinite);
+  if (!nan) return std::nullopt;
+  std::vector<std::string> found;
+  if (std::int64_t{c.n} * c.k == 1)
+    found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
+  if (c.num_shards > c.n)
+    found.push_back(fmt::format("NaN where a mean runs over no rows: num_shards={} > N={} leaves "
+                                "some shards none, and dropping the N % num_shards remainder "
+                                "rows leaves {} in all",
+                                c.num_shards, c.n, c.n / c.num_shards * c.num_shards));
+  if (found.empty()) return "NaN from finite inputs: a 0/0 or inf - inf on the way";
+  std::string out = found[0];
+  for (std::size_t i = 1; i < found.size(); ++i) out += "; or " + found[i];
+  return out;
+}
+
 std::optional<std::string> suspected_bug(const Case& c, const reference::StepResult& r,
                                          const reference::Expectation& e) {
   if (reference::has_nonfinite_input(c)) return std::nullopt;
+  if (auto nan = zero_division(c, r, e)) return nan;
   std::vector<std::string> found;
   auto test = [&](const Group& g, const std::vector<Hypothesis>& hypotheses) {
     if (g.reported.empty() || g.reported.size() != g.exact.size()) return;

@@ -36,6 +36,11 @@ Checked checked(const Context& ctx, const Case& c, const StepOutcome& out) {
   return {&*out.result, {}};
 }
 
+// "1 output element", "3 output elements".
+std::string elements(std::size_t n) {
+  return fmt::format("{} output element{}", n, n == 1 ? "" : "s");
+}
+
 std::string list(const std::vector<Mismatch>& ms) {
   std::string s;
   for (std::size_t i = 0; i < ms.size() && i < max_listed; ++i) s += "\n  " + describe(ms[i]);
@@ -87,7 +92,7 @@ Judgement accuracy(Context& ctx, const Case& c, std::span<const StepOutcome> out
   if (!r.result) return Judgement::fail(r.failure);
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
-  return Judgement::fail(fmt::format("{} output elements outside the derived bound:{}", bad.size(),
+  return Judgement::fail(fmt::format("{} outside the derived bound:{}", elements(bad.size()),
                                      explain(bad, c, *r.result, ctx)));
 }
 
@@ -283,8 +288,8 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
     if (!bad.empty())
       return Judgement::fail(fmt::format(
           "step {} of {} of a run from the implementation's own results, judged against the exact "
-          "step from that step's input: {} output elements outside the derived bound:{}",
-          t + 1, steps, bad.size(), explain(bad, c, *r.result, ctx)));
+          "step from that step's input: {} outside the derived bound:{}",
+          t + 1, steps, elements(bad.size()), explain(bad, c, *r.result, ctx)));
     const reference::Counter& counter = ctx.declaration().counter;
     if (ctx.declaration().capabilities.step_counter &&
         r.result->step != reference::next_count(counter, c.step))
@@ -329,12 +334,11 @@ Judgement step_counter(Context& ctx, const Case& c, std::span<const StepOutcome>
   const auto step = r.result->step;
   if (step == want) return Judgement::pass();
   return Judgement::fail(fmt::format(
-      "step counter {} before the update, {} after; expected {} (declared counter: {}, {} at "
-      "its end {})",
-      c.step, step ? std::to_string(*step) : "none", want, to_string(counter.type),
-      counter.at_end == reference::CounterEnd::untested ? "not tested" : "declared to",
-      counter.at_end == reference::CounterEnd::untested ? std::string()
-                                                        : to_string(counter.at_end)));
+      "step counter {} before the update, {} after; expected {} (declared counter: {}, {})", c.step,
+      step ? std::to_string(*step) : "none", want, to_string(counter.type),
+      counter.at_end == reference::CounterEnd::untested
+          ? "its end not tested"
+          : fmt::format("which {}s at its end", to_string(counter.at_end))));
 }
 
 // --- zero_lr --------------------------------------------------------------------------
@@ -383,8 +387,8 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
   if (!r.result) return Judgement::fail(r.failure);
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
-  return Judgement::fail(fmt::format("{} outputs violate the declared policy (subnormals: {}):{}",
-                                     bad.size(), to_string(ctx.declaration().arithmetic.subnormals),
+  return Judgement::fail(fmt::format("{} violate the declared policy (subnormals: {}):{}",
+                                     elements(bad.size()), to_string(ctx.declaration().arithmetic.subnormals),
                                      list(bad)));
 }
 

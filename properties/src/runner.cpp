@@ -1,12 +1,23 @@
 #include "sgdc/properties/runner.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <vector>
 
 namespace sgdc::properties {
 
 namespace {
+
+// "case 7: adapter exited ..." for the run's case 7; an adapter's own numbering of the
+// messages it broke on ("case 12: ..." from the protocol) is kept as its message id.
+std::string fault_at(const std::string& where, const std::string& what) {
+  std::size_t digits = 5;
+  while (digits < what.size() && std::isdigit(static_cast<unsigned char>(what[digits]))) ++digits;
+  if (what.starts_with("case ") && digits > 5 && what.compare(digits, 2, ": ") == 0)
+    return where + " (message id " + what.substr(5, digits - 5) + "): " + what.substr(digits + 2);
+  return where + ": " + what;
+}
 
 // The most drawn cases a runner batch grows to for an implementation's preference.
 constexpr int max_batch_cases = 64;
@@ -112,9 +123,9 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       report.broke = true;
       report.fault =
           f.position()
-              ? "case " + std::to_string(index + static_cast<int>(*f.position())) + ": " + f.what()
-              : "cases " + std::to_string(index) + "-" + std::to_string(index + count - 1) + ": " +
-                    f.what();
+              ? fault_at("case " + std::to_string(index + static_cast<int>(*f.position())), f.what())
+              : fault_at("cases " + std::to_string(index) + "-" + std::to_string(index + count - 1),
+                         f.what());
       break;
     }
     // In index order, up to the first failure: as if each had run alone.

@@ -24,6 +24,14 @@ std::uint64_t ulp_distance(float a, float b) {
 }
 
 std::string describe(float v) {
+  // NaN and infinities by name (a NaN with its bits: their payloads can tell sources apart).
+  if (std::isnan(v))
+    return "NaN (bits 0x" + [&] {
+      char bits[16];
+      std::snprintf(bits, sizeof bits, "%08x", std::bit_cast<std::uint32_t>(v));
+      return std::string(bits);
+    }() + ")";
+  if (std::isinf(v)) return v > 0 ? "+infinity" : "-infinity";
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g (%a)", static_cast<double>(v), static_cast<double>(v));
   return buf;

@@ -115,7 +115,8 @@ for mode, words in [("noise", "not JSON"), ("wrong_id", "id"), ("short_array", "
     p, t, data = run(mode, "--timeout", "5")
     fault = next((q.get("fault", "") for q in (data or {}).get("properties", []) if q.get("fault")), "")
     check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}")
-    check(f"{mode}: names case and problem", "case 1" in fault and words in fault, fault)
+    check(f"{mode}: names case and problem",
+          "case 0 (message id 1)" in fault and words in fault, fault)
 
 # Rejections are answers: every property fails with the adapter's message, no fault.
 p, t, data = run("reject")

@@ -16,7 +16,7 @@ inline constexpr double float32_max = 0x1.fffffep127;
 std::uint64_t ulp_distance(float a, float b);
 
 /// Value written so it reads back bit for bit: 9 significant digits and the hexfloat,
-/// e.g. "0.100000001 (0x1.99999ap-4)".
+/// e.g. "0.100000001 (0x1.99999ap-4)"; "NaN (bits 0x7fc00000)", "+infinity", "-infinity".
 std::string describe(float v);
 
 /// True for the same bits, treating every NaN as equal to every NaN.
