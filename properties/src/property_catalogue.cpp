@@ -387,9 +387,9 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
   if (!r.result) return Judgement::fail(r.failure);
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
-  return Judgement::fail(fmt::format("{} violate the declared policy (subnormals: {}):{}",
-                                     elements(bad.size()), to_string(ctx.declaration().arithmetic.subnormals),
-                                     list(bad)));
+  return Judgement::fail(fmt::format("the declared policy (subnormals: {}) is broken by {}:{}",
+                                     to_string(ctx.declaration().arithmetic.subnormals),
+                                     elements(bad.size()), list(bad)));
 }
 
 // --- placement ------------------------------------------------------------------------
