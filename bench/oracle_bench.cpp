@@ -1,6 +1,8 @@
 // One step of the oracle at N = D = K = 8, 32, 64, 128: plain float32 and float64 (the
 // yardsticks), the certified fast path, the 50-digit multiprecision step, the exact
-// rational step, and expect() (certified values plus the error bounds).
+// rational step, and expect() (certified values plus the error bounds). At layer sizes
+// (N x D x K = 32 x 1024 x 1024 and 8 x 4096 x 4096) the yardsticks, the certified path
+// and expect() only: the rational paths would take hours there.
 #include <benchmark/benchmark.h>
 
 #include "float_step.hpp"
@@ -12,10 +14,19 @@
 
 namespace sgdc::bench {
 namespace {
+using reference::certification_counters;
+using reference::CertificationCounters;
+using reference::certified_step;
+using reference::evaluate_step;
+using reference::expect;
+using reference::HighPrecision;
+using reference::Rational;
+using reference::round_exact_step;
 
+// N, D, K = range(0), range(1), range(2).
 Case shaped(const benchmark::State& state) {
-  const int s = static_cast<int>(state.range(0));
-  return random_case(s, s, s);
+  return random_case(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                     static_cast<int>(state.range(2)));
 }
 
 void BM_Float32Step(benchmark::State& state) {
@@ -59,7 +70,12 @@ void BM_Expect(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(expect(c));
 }
 
-#define SGDC_SHAPES ->Arg(8)->Arg(32)->Arg(64)->Arg(128)->Unit(benchmark::kMicrosecond)
+#define SGDC_SHAPES           \
+  ->Args({8, 8, 8})           \
+      ->Args({32, 32, 32})    \
+      ->Args({64, 64, 64})    \
+      ->Args({128, 128, 128}) \
+      ->Unit(benchmark::kMicrosecond)
 BENCHMARK(BM_Float32Step) SGDC_SHAPES;
 BENCHMARK(BM_Float64Step) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedStep) SGDC_SHAPES;
@@ -67,6 +83,19 @@ BENCHMARK(BM_Expect) SGDC_SHAPES;
 BENCHMARK(BM_MultiprecisionStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRationalStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRoundedStep) SGDC_SHAPES;
+
+// Layer sizes: wall time (worker threads' CPU time counted in the CPU column).
+#define SGDC_LAYERS                   \
+  ->Args({32, 1024, 1024})            \
+      ->Args({8, 4096, 4096})         \
+      ->ArgNames({"n", "d", "k"})     \
+      ->Unit(benchmark::kMillisecond) \
+      ->MeasureProcessCPUTime()       \
+      ->UseRealTime()
+BENCHMARK(BM_Float32Step) SGDC_LAYERS;
+BENCHMARK(BM_Float64Step) SGDC_LAYERS;
+BENCHMARK(BM_CertifiedStep) SGDC_LAYERS;
+BENCHMARK(BM_Expect) SGDC_LAYERS;
 
 }  // namespace
 }  // namespace sgdc::bench
