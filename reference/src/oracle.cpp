@@ -1,6 +1,8 @@
 #include "sgdc/reference/oracle.hpp"
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/error_bound.hpp"
@@ -10,7 +12,8 @@ namespace sgdc::reference {
 
 namespace {
 // Which outputs depend on a non-finite input: r_nk on row n of x, column k of W, b_k
-// and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr.
+// and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr. Empty
+// outputs when every input is finite, as is usual.
 struct Poison {
   PerOutput<std::vector<char>> outputs;
   bool any = false;
@@ -18,18 +21,31 @@ struct Poison {
 
 bool bad(float v) { return !std::isfinite(v); }
 
+// From flags per row and column of the inputs: O(N D + D K + N K).
 Poison find_poison(const Case& c) {
-  const int n = c.n, d = c.d, k = c.k;
   Poison p;
-  std::vector<char> residual(static_cast<std::size_t>(n) * k, 0);
+  if (!has_nonfinite_input(c)) return p;
+  const int n = c.n, d = c.d, k = c.k;
+  std::vector<char> x_row(static_cast<std::size_t>(n), 0), x_column(static_cast<std::size_t>(d), 0),
+      kernel_column(static_cast<std::size_t>(k), 0);
+  for (int i = 0; i < n; ++i) {
+    for (int l = 0; l < d; ++l) {
+      if (bad(c.x[static_cast<std::size_t>(i) * d + l])) x_row[i] = x_column[l] = 1;
+    }
+  }
+  for (int l = 0; l < d; ++l) {
+    for (int j = 0; j < k; ++j) {
+      if (bad(c.kernel[static_cast<std::size_t>(l) * k + j])) kernel_column[j] = 1;
+    }
+  }
+  // Column j of r: some r_nk poisoned.
+  std::vector<char> column(static_cast<std::size_t>(k), 0);
   bool loss = false;
   for (int i = 0; i < n; ++i) {
-    bool row = false;
-    for (int l = 0; l < d; ++l) row = row || bad(c.x[i * d + l]);
     for (int j = 0; j < k; ++j) {
-      bool v = row || bad(c.bias[j]) || bad(c.y[i * k + j]);
-      for (int l = 0; l < d; ++l) v = v || bad(c.kernel[l * k + j]);
-      residual[i * k + j] = v;
+      const bool v = x_row[i] || kernel_column[j] || bad(c.bias[j]) ||
+                     bad(c.y[static_cast<std::size_t>(i) * k + j]);
+      column[j] = column[j] || v;
       loss = loss || v;
     }
   }
@@ -41,14 +57,13 @@ Poison find_poison(const Case& c) {
   o.grad_bias.assign(static_cast<std::size_t>(k), 0);
   o.bias.assign(o.grad_bias.size(), 0);
   for (int j = 0; j < k; ++j) {
-    bool column = false;
-    for (int i = 0; i < n; ++i) column = column || residual[i * k + j];
-    o.grad_bias[j] = column;
-    o.bias[j] = column || lr || bad(c.bias[j]);
-    for (int l = 0; l < d; ++l) {
-      bool g = column;
-      for (int i = 0; i < n; ++i) g = g || bad(c.x[i * d + l]);
-      const int e = l * k + j;
+    o.grad_bias[j] = column[j];
+    o.bias[j] = column[j] || lr || bad(c.bias[j]);
+  }
+  for (int l = 0; l < d; ++l) {
+    for (int j = 0; j < k; ++j) {
+      const std::size_t e = static_cast<std::size_t>(l) * k + j;
+      const bool g = column[j] || x_column[l];
       o.grad_kernel[e] = g;
       o.kernel[e] = g || lr || bad(c.kernel[e]);
     }
@@ -71,6 +86,7 @@ std::vector<double> magnitudes(const std::vector<RoundedValue>& values) {
   return out;
 }
 
+// `poison` empty: nothing poisoned.
 std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
                                   const std::vector<ElementBound>& bounds,
                                   const std::vector<char>& poison) {
@@ -82,10 +98,16 @@ std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
     x.value = values[e].value;
     x.bound = bounds[e].bound;
     x.may_overflow = bounds[e].may_overflow;
-    x.must_be_nonfinite = poison[e] != 0;
+    x.must_be_nonfinite = !poison.empty() && poison[e] != 0;
     out.push_back(x);
   }
   return out;
+}
+
+// Frees v's memory now.
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
 }
 
 Expectation expect_with(const Case& c, const ErrorModel& model,
@@ -93,23 +115,34 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   c.validate();
   const Poison poison = find_poison(c);
   // Outputs that do not depend on the non-finite inputs are computed with those inputs
-  // read as zero, which leaves them unchanged.
-  const Case finite = poison.any ? with_nonfinite_as_zero(c) : c;
-  const RoundedStep exact = evaluate(finite);
+  // read as zero, which leaves them unchanged. A finite case is used as it is, not copied.
+  std::optional<Case> zeroed;
+  if (poison.any) zeroed = with_nonfinite_as_zero(c);
+  const Case& finite = zeroed ? *zeroed : c;
+  RoundedStep exact = evaluate(finite);
 
-  ExactMagnitudes mag;
-  mag.residual = magnitudes(exact.residual);
-  mag.grad_kernel = magnitudes(exact.grad_kernel);
-  mag.grad_bias = magnitudes(exact.grad_bias);
-  mag.kernel = magnitudes(exact.kernel);
-  mag.bias = magnitudes(exact.bias);
-  mag.loss = exact.loss[0].value;
-  const StepBounds bounds = error_bounds(finite, mag, model);
+  StepBounds bounds;
+  {
+    ExactMagnitudes mag;
+    mag.residual = magnitudes(exact.residual);
+    mag.grad_kernel = magnitudes(exact.grad_kernel);
+    mag.grad_bias = magnitudes(exact.grad_bias);
+    mag.kernel = magnitudes(exact.kernel);
+    mag.bias = magnitudes(exact.bias);
+    mag.loss = exact.loss[0].value;
+    bounds = error_bounds(finite, mag, model);
+  }  // the magnitudes go before the expectation grows
 
+  // Each output's values and bounds go once its expectation is built: at most one
+  // kernel-shaped expectation is built while both kernel-shaped sources are alive.
   Expectation out;
-  for (Output o : all_outputs) out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);
-  out.kernel_from_grad = bounds.kernel_from_grad;
-  out.bias_from_grad = bounds.bias_from_grad;
+  for (Output o : all_outputs) {
+    out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);
+    release(exact[o]);
+    release(bounds[o]);
+  }
+  out.kernel_from_grad = std::move(bounds.kernel_from_grad);
+  out.bias_from_grad = std::move(bounds.bias_from_grad);
   out.u = model.u;
   return out;
 }
