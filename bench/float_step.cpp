@@ -36,7 +36,7 @@ StepResult float_step(const Case& c) {
   const Matrix<Scalar> gb = r.colwise().sum() * scale;
   const Scalar lr = c.lr;
   StepResult s;
-  s.loss = static_cast<float>(r.squaredNorm() / count);
+  s.loss = {static_cast<float>(r.squaredNorm() / count)};
   s.kernel = to_floats(w - gw * lr);
   s.bias = to_floats(b - gb * lr);
   s.grad_kernel = to_floats(gw);

@@ -7,6 +7,9 @@
 
 namespace sgdc::bench {
 
+using reference::Case;
+using reference::StepResult;
+
 /// The step evaluated in `Scalar` (float or double), outputs rounded to float32.
 template <class Scalar>
 StepResult float_step(const Case& c);

@@ -7,6 +7,8 @@
 
 namespace sgdc::bench {
 
+using reference::Case;
+
 /// Inputs drawn from N(0, 1) (lr 0.01), the same for the same shape and seed.
 inline Case random_case(int n, int d, int k, unsigned seed = 1) {
   std::mt19937 rng(seed);

@@ -9,6 +9,8 @@
 
 #include "certify_rounding.hpp"
 #include "double_word.hpp"
+#include "parallel_for.hpp"
+#include "vector_clones.hpp"
 
 namespace sgdc::reference {
 
@@ -16,15 +18,7 @@ namespace {
 using double_word::Approx;
 using double_word::Pair;
 using double_word::Tracking;
-
-// The two O(N D K) loops are compiled twice on x86-64, for AVX2 and for the baseline,
-// and the loader picks one for the CPU: the arithmetic is the same IEEE operations
-// either way (no FMA contraction in this file), only wider.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define SGDC_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define SGDC_VECTOR_CLONES
-#endif
+using parallel::tile_columns;
 
 std::atomic<std::uint64_t> total_cases{0}, total_refined_cases{0}, total_exact_cases{0},
     total_elements{0}, total_fallbacks{0};
@@ -36,114 +30,170 @@ bool within_analysed_sizes(const Case& c) {
   return nk <= 0x1p20 && c.d <= (1 << 20) && c.n <= (1 << 18);
 }
 
-// Rounds enclosures, counting those that cannot be certified (left as zeros until
-// fill_from_exact replaces them).
-class Rounder {
- public:
-  RoundedValue value(const Approx& a) {
-    const std::optional<float> f = certified_float32(a);
-    const std::optional<double> v = certified_double(a);
-    if (!f || !v) {
-      ++missing_;
-      return {};
-    }
-    return {*f, *v};
+// Where a pass could not certify a value: indices per output (the loss: 0) and into the
+// residuals. Those values are left zero until fill_from_exact replaces them.
+struct Missing : PerOutput<std::vector<std::size_t>> {
+  std::vector<std::size_t> residual;
+  std::size_t count() const {
+    std::size_t total = residual.size();
+    for (Output o : all_outputs) total += (*this)[o].size();
+    return total;
   }
-  double residual(const Approx& a) {
-    const std::optional<double> v = certified_double(a);
-    if (!v) {
-      ++missing_;
-      return 0.0;
-    }
-    return *v;
-  }
-  std::size_t missing() const { return missing_; }
-
- private:
-  std::size_t missing_ = 0;
 };
 
-// Every output of the table (loss one value) and the residuals, enclosed.
-struct Enclosures : PerOutput<std::vector<Approx>> {
-  std::vector<Approx> residual;
-};
+// Rounds `a` into `to` when its enclosure certifies both roundings; else zeroes `to` and
+// lists `at` as missing.
+void round_value(const Approx& a, RoundedValue& to, std::vector<std::size_t>& missing,
+                 std::size_t at) {
+  const std::optional<float> f = certified_float32(a);
+  const std::optional<double> v = certified_double(a);
+  if (f && v) {
+    to = {*f, *v};
+  } else {
+    to = {};
+    missing.push_back(at);
+  }
+}
 
 // (R) r_nk = b_k - y_nk + sum_d x_nd W_dk: every term is an exact double (a product of
 // two float32 values has at most 48 significant bits), summed by TwoSum into hi, the
 // TwoSum errors by TwoSum into lo, whose own errors are added up as the bound: zero
 // when hi + lo is the exact residual, as it often is (residuals are often exactly
 // halfway between two doubles, where only an exact enclosure certifies the rounding).
-// Arrays over k, one row at a time, so that the compiler vectorises the inner loop.
-SGDC_VECTOR_CLONES std::vector<Approx> residuals(const Case& c) {
-  const int n = c.n, d = c.d, k = c.k;
-  std::vector<Approx> out(static_cast<std::size_t>(n) * k);
-  std::vector<double> hi(k), lo(k), err(k);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < k; ++j) {
-      const Pair s = double_word::two_sum(c.bias[j], -static_cast<double>(c.y[i * k + j]));
+// Row i, columns [begin, end): arrays over k, so that the compiler vectorises the inner
+// loop.
+SGDC_VECTOR_CLONES void residual_tile(const Case& c, int i, int begin, int end, Approx* out) {
+  const int d = c.d, m = end - begin;
+  const std::size_t row = static_cast<std::size_t>(i) * c.k + begin;
+  double hi[tile_columns], lo[tile_columns], err[tile_columns];
+  for (int j = 0; j < m; ++j) {
+    const Pair s = double_word::two_sum(c.bias[begin + j], -static_cast<double>(c.y[row + j]));
+    hi[j] = s.hi;
+    lo[j] = s.lo;
+    err[j] = 0.0;
+  }
+  for (int l = 0; l < d; ++l) {
+    const double x = c.x[static_cast<std::size_t>(i) * d + l];
+    const float* w = &c.kernel[static_cast<std::size_t>(l) * c.k + begin];
+    for (int j = 0; j < m; ++j) {
+      const Pair s = double_word::two_sum(hi[j], x * static_cast<double>(w[j]));
+      const Pair t = double_word::two_sum(lo[j], s.lo);
       hi[j] = s.hi;
-      lo[j] = s.lo;
-      err[j] = 0.0;
-    }
-    for (int l = 0; l < d; ++l) {
-      const double x = c.x[i * d + l];
-      const float* w = &c.kernel[static_cast<std::size_t>(l) * k];
-      for (int j = 0; j < k; ++j) {
-        const Pair s = double_word::two_sum(hi[j], x * static_cast<double>(w[j]));
-        const Pair t = double_word::two_sum(lo[j], s.lo);
-        hi[j] = s.hi;
-        lo[j] = t.hi;
-        err[j] += std::abs(t.lo);
-      }
-    }
-    for (int j = 0; j < k; ++j) {
-      const Pair s = double_word::two_sum(hi[j], lo[j]);
-      out[static_cast<std::size_t>(i) * k + j] = {s.hi, s.lo, err[j] * double_word::bound_slack};
+      lo[j] = t.hi;
+      err[j] += std::abs(t.lo);
     }
   }
+  for (int j = 0; j < m; ++j) {
+    const Pair s = double_word::two_sum(hi[j], lo[j]);
+    out[row + j] = {s.hi, s.lo, err[j] * double_word::bound_slack};
+  }
+}
+
+std::vector<Approx> residuals(const Case& c, int threads) {
+  std::vector<Approx> out(static_cast<std::size_t>(c.n) * c.k);
+  parallel::for_tiles(c.n, c.k, threads, [&](int i, int begin, int end, std::size_t) {
+    residual_tile(c, i, begin, end, out.data());
+  });
   return out;
 }
 
-// (G) S_dk = sum_n x_nd r_nk, the fast way: Accumulator<a_priori>::add_product on
-// arrays over k (same terms, same bound), so that the inner loop vectorises.
-SGDC_VECTOR_CLONES std::vector<Approx> gradient_sums(const Case& c, const std::vector<Approx>& r) {
-  const int n = c.n, d = c.d, k = c.k;
-  const std::size_t nk = r.size(), dk = static_cast<std::size_t>(d) * k;
-  // Per residual: the halves of hi, lo, and the bound x multiplies: the residual's own
-  // plus the rounding of x * lo (|fl(x lo) - x lo| <= u |x lo| <= 2u |x| |lo|).
-  std::vector<double> h1(nk), h2(nk), rlo(nk), rerr(nk);
-  for (std::size_t i = 0; i < nk; ++i) {
-    const Pair h = double_word::split(r[i].hi);
-    h1[i] = h.hi;
-    h2[i] = h.lo;
-    rlo[i] = r[i].lo;
-    rerr[i] = r[i].err + 2.0 * double_word::u * std::abs(r[i].lo);
+// What the first pass's gradient sums read of each residual: the halves of hi, lo, and
+// the bound x multiplies: the residual's own plus the rounding of x * lo
+// (|fl(x lo) - x lo| <= u |x lo| <= 2u |x| |lo|).
+struct SplitResiduals {
+  std::vector<double> h1, h2, lo, err;
+  explicit SplitResiduals(const std::vector<Approx>& r)
+      : h1(r.size()), h2(r.size()), lo(r.size()), err(r.size()) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      const Pair h = double_word::split(r[i].hi);
+      h1[i] = h.hi;
+      h2[i] = h.lo;
+      lo[i] = r[i].lo;
+      err[i] = r[i].err + 2.0 * double_word::u * std::abs(r[i].lo);
+    }
   }
-  std::vector<double> hi(dk, 0.0), lo(dk, 0.0), small(dk, 0.0), err(dk, 0.0);
+};
+
+// A tile's enclosures, one array per part, so that loops over them vectorise.
+struct TileEnclosures {
+  double hi[tile_columns], lo[tile_columns], err[tile_columns];
+  Approx operator[](int j) const { return {hi[j], lo[j], err[j]}; }
+  void set(int j, const Approx& a) {
+    hi[j] = a.hi;
+    lo[j] = a.lo;
+    err[j] = a.err;
+  }
+};
+
+// g = 2 S / (N K); p' = p - lr g = (N K p - 2 lr S) / (N K), one division at the end.
+template <Tracking T>
+struct FromSums {
+  double count, minus_two_lr;
+  explicit FromSums(const Case& c)
+      : count(static_cast<double>(c.n) * c.k), minus_two_lr(-2.0 * static_cast<double>(c.lr)) {}
+  Approx gradient(const Approx& sum) const {
+    return double_word::divide(double_word::twice(sum), count);
+  }
+  Approx update(float p, const Approx& sum) const {
+    double_word::Accumulator<T> t;
+    t.add_exact(count * static_cast<double>(p));  // count < 2^27: exact
+    t.add_product(minus_two_lr, double_word::split(sum.hi), sum);
+    return double_word::divide(t.result(), count);
+  }
+};
+
+// (G) S_dk = sum_n x_nd r_nk for kernel row l, columns [begin, end), the fast way:
+// Accumulator<a_priori>::add_product on arrays over k (same terms, same bound), so that
+// the inner loop vectorises. Each sum adds its terms in the order of n.
+SGDC_VECTOR_CLONES void fast_gradient_sums(const Case& c, const SplitResiduals& r, int l, int begin,
+                                           int end, TileEnclosures& sums) {
+  const int n = c.n, d = c.d, m = end - begin;
+  double hi[tile_columns] = {}, lo[tile_columns] = {}, small[tile_columns] = {},
+         err[tile_columns] = {};
   for (int i = 0; i < n; ++i) {
-    const std::size_t row = static_cast<std::size_t>(i) * k;
-    for (int l = 0; l < d; ++l) {
-      const double x = c.x[i * d + l], ax = std::abs(x);
-      const std::size_t at = static_cast<std::size_t>(l) * k;
-      for (int j = 0; j < k; ++j) {
-        const Pair s1 = double_word::two_sum(hi[at + j], x * h1[row + j]);
-        const Pair s2 = double_word::two_sum(s1.hi, x * h2[row + j]);
-        const double p = x * rlo[row + j];
-        hi[at + j] = s2.hi;
-        lo[at + j] += (s1.lo + s2.lo) + p;
-        small[at + j] += (std::abs(s1.lo) + std::abs(s2.lo)) + std::abs(p);
-        err[at + j] += ax * rerr[row + j];
-      }
+    const std::size_t row = static_cast<std::size_t>(i) * c.k + begin;
+    const double x = c.x[static_cast<std::size_t>(i) * d + l], ax = std::abs(x);
+    for (int j = 0; j < m; ++j) {
+      const Pair s1 = double_word::two_sum(hi[j], x * r.h1[row + j]);
+      const Pair s2 = double_word::two_sum(s1.hi, x * r.h2[row + j]);
+      const double p = x * r.lo[row + j];
+      hi[j] = s2.hi;
+      lo[j] += (s1.lo + s2.lo) + p;
+      small[j] += (std::abs(s1.lo) + std::abs(s2.lo)) + std::abs(p);
+      err[j] += ax * r.err[row + j];
     }
   }
   // The low sums: 3N terms in some tree, each rounding within gamma_3N of their total.
   const double g = double_word::gamma(3.0 * n);
-  std::vector<Approx> out(dk);
-  for (std::size_t e = 0; e < dk; ++e) {
-    const Pair s = double_word::two_sum(hi[e], lo[e]);
-    out[e] = {s.hi, s.lo, (g * small[e] + err[e]) * double_word::bound_slack};
+  for (int j = 0; j < m; ++j) {
+    const Pair s = double_word::two_sum(hi[j], lo[j]);
+    sums.set(j, {s.hi, s.lo, (g * small[j] + err[j]) * double_word::bound_slack});
   }
-  return out;
+}
+
+// gW and W' of a tile from its sums, the fast way: FromSums element by element, in a
+// loop that vectorises.
+SGDC_VECTOR_CLONES void fast_outputs(const FromSums<Tracking::a_priori>& from, const float* p,
+                                     int m, const TileEnclosures& sums, TileEnclosures& grad,
+                                     TileEnclosures& updated) {
+  for (int j = 0; j < m; ++j) {
+    grad.set(j, from.gradient(sums[j]));
+    updated.set(j, from.update(p[j], sums[j]));
+  }
+}
+
+// The same sums tracking every error (Tracking::exact_errors), from the residuals and
+// the splits of their high parts.
+void exact_gradient_sums(const Case& c, const std::vector<Pair>& halves,
+                         const std::vector<Approx>& r, int l, int begin, int end, Approx* sums) {
+  const int n = c.n, d = c.d, m = end - begin;
+  double_word::Accumulator<Tracking::exact_errors> acc[tile_columns];
+  for (int i = 0; i < n; ++i) {
+    const std::size_t row = static_cast<std::size_t>(i) * c.k + begin;
+    const double x = c.x[static_cast<std::size_t>(i) * d + l];
+    for (int j = 0; j < m; ++j) acc[j].add_product(x, halves[row + j], r[row + j]);
+  }
+  for (int j = 0; j < m; ++j) sums[j] = acc[j].result();
 }
 
 // x a for any double x: x split into two halves of at most 26 bits, each times a by
@@ -156,43 +206,46 @@ void add_scaled(double_word::Accumulator<T>& acc, double x, const Approx& a) {
   if (xs.lo != 0.0) acc.add_product(xs.lo, hi, a);
 }
 
+// One parameter's update by a stateful optimizer and its new state.
+struct OptimizerUpdate {
+  Approx param, buffer;
+};
+
 // (O) SGD with momentum, elementwise from the enclosed gradient g (docs/error-model.md,
 // section 12), every term exact or enclosed: ge = g + wd p (wd p is an exact double);
 // buf' = ge, or mu buf + (1 - damp) ge (mu buf exact; 1 - damp a TwoSum pair);
 // d = buf', or ge + mu buf' (Nesterov); p' = p - lr d, or p - lr d - (lr wd) p
 // (decoupled; lr wd exact, times p by Dekker's product).
 template <Tracking T>
-void enclose_optimizer(const Case& c, const std::vector<float>& params,
-                       const std::vector<float>& buffer, const std::vector<Approx>& g,
-                       std::vector<Approx>& p_out, std::vector<Approx>& buffer_out) {
-  using Accumulator = double_word::Accumulator<T>;
-  const Optimizer& o = c.optimizer;
-  const double wd = o.weight_decay, mu = o.momentum, lr = c.lr;
-  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
-  const Pair keep = double_word::two_sum(1.0, -static_cast<double>(o.dampening));
-  const double lr_wd = lr * wd;  // two float32 values: exact
-  p_out.resize(params.size());
-  buffer_out.resize(params.size());
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double p = params[i];
-    Approx ge = g[i];
+class OptimizerStep {
+ public:
+  explicit OptimizerStep(const Case& c)
+      : o_(c.optimizer),
+        fresh_(c.fresh_state()),
+        lr_(c.lr),
+        keep_(double_word::two_sum(1.0, -static_cast<double>(c.optimizer.dampening))) {}
+
+  OptimizerUpdate operator()(float param, float buffer, const Approx& g) const {
+    using Accumulator = double_word::Accumulator<T>;
+    const double wd = o_.weight_decay, mu = o_.momentum, p = param;
+    const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
+    Approx ge = g;
     if (!decoupled && wd != 0.0) {
       Accumulator a;
-      a.add(g[i]);
+      a.add(g);
       a.add_exact(wd * p);
       ge = a.result();
     }
     Approx b = ge;
-    if (!c.fresh_state()) {
+    if (!fresh_) {
       Accumulator a;
-      a.add_exact(mu * static_cast<double>(buffer[i]));
-      add_scaled(a, keep.hi, ge);
-      if (keep.lo != 0.0) add_scaled(a, keep.lo, ge);
+      a.add_exact(mu * static_cast<double>(buffer));
+      add_scaled(a, keep_.hi, ge);
+      if (keep_.lo != 0.0) add_scaled(a, keep_.lo, ge);
       b = a.result();
     }
-    buffer_out[i] = b;
     Approx d = b;
-    if (o.nesterov) {
+    if (o_.nesterov) {
       Accumulator a;
       a.add(ge);
       add_scaled(a, mu, b);
@@ -200,109 +253,126 @@ void enclose_optimizer(const Case& c, const std::vector<float>& params,
     }
     Accumulator a;
     a.add_exact(p);
-    add_scaled(a, -lr, d);
+    add_scaled(a, -lr_, d);
     if (decoupled && wd != 0.0) {
-      const Pair q = double_word::two_prod(-lr_wd, p);
+      const Pair q = double_word::two_prod(-lr_ * wd, p);  // lr wd: two float32 values, exact
       a.add_exact(q.hi);
       a.add_small(q.lo);
     }
-    p_out[i] = a.result();
+    return {a.result(), b};
   }
-}
 
+ private:
+  Optimizer o_;
+  bool fresh_;
+  double lr_;
+  Pair keep_;
+};
+
+// Every output from the residuals, tracked as T says, rounded into `s`; what cannot be
+// certified is listed in `missing` (whose residual list is left alone).
 template <Tracking T>
-Enclosures enclose(const Case& c) {
+void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int threads,
+                      RoundedStep& s, Missing& missing) {
   using Accumulator = double_word::Accumulator<T>;
   const int n = c.n, d = c.d, k = c.k;
   const double count = static_cast<double>(n) * k;
-  Enclosures e;
-  e.residual = residuals(c);
+  for (Output o : all_outputs) missing[o].clear();
 
-  // (L) sum r^2, (G) sum_n r_nk and S_dk = sum_n x_nd r_nk.
+  const FromSums<T> from(c);
+
+  // (L) sum r^2.
   Accumulator squares;
-  for (const Approx& r : e.residual) squares.add_square(r);
-  e.loss = {double_word::divide(squares.result(), count)};
+  for (const Approx& r : residual) squares.add_square(r);
+  s.loss.assign(1, {});
+  round_value(double_word::divide(squares.result(), count), s.loss[0], missing.loss, 0);
 
+  // (G) sum_n r_nk.
   std::vector<Accumulator> s_bias(static_cast<std::size_t>(k));
   for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < k; ++j) s_bias[j].add(e.residual[static_cast<std::size_t>(i) * k + j]);
+    for (int j = 0; j < k; ++j) s_bias[j].add(residual[static_cast<std::size_t>(i) * k + j]);
   }
-  std::vector<Approx> s_kernel;
+  const bool stateful = c.optimizer.kind != Optimizer::Kind::sgd;
+  const OptimizerStep<T> optimizer(c);
+  s.grad_bias.resize(static_cast<std::size_t>(k));
+  s.bias.resize(static_cast<std::size_t>(k));
+  s.momentum_bias.resize(stateful ? static_cast<std::size_t>(k) : 0);
+  for (int j = 0; j < k; ++j) {
+    const Approx sum = s_bias[j].result();
+    const Approx grad = from.gradient(sum);
+    round_value(grad, s.grad_bias[j], missing.grad_bias, j);
+    if (stateful) {
+      const OptimizerUpdate u = optimizer(c.bias[j], c.fresh_state() ? 0.0f : c.momentum_bias[j], grad);
+      round_value(u.param, s.bias[j], missing.bias, j);
+      round_value(u.buffer, s.momentum_bias[j], missing.momentum_bias, j);
+    } else {
+      round_value(from.update(c.bias[j], sum), s.bias[j], missing.bias, j);
+    }
+  }
+
+  // (G) S_dk = sum_n x_nd r_nk, and from it gW and W', tile by tile: no kernel-sized
+  // intermediate.
+  const std::size_t dk = static_cast<std::size_t>(d) * k;
+  s.grad_kernel.resize(dk);
+  s.kernel.resize(dk);
+  s.momentum_kernel.resize(stateful ? dk : 0);
+  std::optional<SplitResiduals> split;
+  std::vector<Pair> halves;
   if constexpr (T == Tracking::a_priori) {
-    s_kernel = gradient_sums(c, e.residual);
+    split.emplace(residual);
   } else {
-    std::vector<Pair> halves(e.residual.size());
-    for (std::size_t i = 0; i < halves.size(); ++i)
-      halves[i] = double_word::split(e.residual[i].hi);
-    std::vector<Accumulator> acc(static_cast<std::size_t>(d) * k);
-    for (int i = 0; i < n; ++i) {
-      const std::size_t row = static_cast<std::size_t>(i) * k;
-      for (int l = 0; l < d; ++l) {
-        const double x = c.x[i * d + l];
-        Accumulator* s = &acc[static_cast<std::size_t>(l) * k];
-        for (int j = 0; j < k; ++j) s[j].add_product(x, halves[row + j], e.residual[row + j]);
+    halves.resize(residual.size());
+    for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = double_word::split(residual[i].hi);
+  }
+  std::vector<Missing> parts(static_cast<std::size_t>(threads));
+  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t part) {
+    Missing& m = parts[part];
+    const std::size_t first = static_cast<std::size_t>(l) * k + begin;
+    auto round = [&](int j, const Approx& grad, const Approx& updated) {
+      round_value(grad, s.grad_kernel[first + j], m.grad_kernel, first + j);
+      round_value(updated, s.kernel[first + j], m.kernel, first + j);
+    };
+    // A stateful optimizer's update, element by element from the gradient.
+    auto round_stateful = [&](int j, const Approx& grad) {
+      const std::size_t e = first + j;
+      const OptimizerUpdate u = optimizer(c.kernel[e], c.fresh_state() ? 0.0f : c.momentum_kernel[e], grad);
+      round_value(grad, s.grad_kernel[e], m.grad_kernel, e);
+      round_value(u.param, s.kernel[e], m.kernel, e);
+      round_value(u.buffer, s.momentum_kernel[e], m.momentum_kernel, e);
+    };
+    if constexpr (T == Tracking::a_priori) {
+      TileEnclosures sums, grad, updated;
+      fast_gradient_sums(c, *split, l, begin, end, sums);
+      if (stateful) {
+        for (int j = 0; j < end - begin; ++j) round_stateful(j, from.gradient(sums[j]));
+      } else {
+        fast_outputs(from, &c.kernel[first], end - begin, sums, grad, updated);
+        for (int j = 0; j < end - begin; ++j) round(j, grad[j], updated[j]);
+      }
+    } else {
+      Approx sums[tile_columns];
+      exact_gradient_sums(c, halves, residual, l, begin, end, sums);
+      for (int j = 0; j < end - begin; ++j) {
+        if (stateful) {
+          round_stateful(j, from.gradient(sums[j]));
+        } else {
+          round(j, from.gradient(sums[j]), from.update(c.kernel[first + j], sums[j]));
+        }
       }
     }
-    s_kernel.reserve(acc.size());
-    for (const Accumulator& a : acc) s_kernel.push_back(a.result());
-  }
-
-  e.grad_kernel.resize(s_kernel.size());
-  for (std::size_t i = 0; i < s_kernel.size(); ++i)
-    e.grad_kernel[i] = double_word::divide(double_word::twice(s_kernel[i]), count);
-  e.grad_bias.resize(static_cast<std::size_t>(k));
-  std::vector<Approx> s_bias_sums(static_cast<std::size_t>(k));
-  for (int j = 0; j < k; ++j) {
-    s_bias_sums[j] = s_bias[j].result();
-    e.grad_bias[j] = double_word::divide(double_word::twice(s_bias_sums[j]), count);
-  }
-  if (c.optimizer.kind == Optimizer::Kind::sgd) {
-    // g = 2 S / (N K); p' = p - lr g = (N K p - 2 lr S) / (N K), one division at the end.
-    const double minus_two_lr = -2.0 * static_cast<double>(c.lr);
-    auto update = [&](float p, const Approx& sum) {
-      Accumulator t;
-      t.add_exact(count * static_cast<double>(p));  // count < 2^27: exact
-      t.add_product(minus_two_lr, double_word::split(sum.hi), sum);
-      return double_word::divide(t.result(), count);
-    };
-    e.kernel.resize(s_kernel.size());
-    for (std::size_t i = 0; i < s_kernel.size(); ++i)
-      e.kernel[i] = update(c.kernel[i], s_kernel[i]);
-    e.bias.resize(static_cast<std::size_t>(k));
-    for (int j = 0; j < k; ++j) e.bias[j] = update(c.bias[j], s_bias_sums[j]);
-  } else {
-    enclose_optimizer<T>(c, c.kernel, c.momentum_kernel, e.grad_kernel, e.kernel,
-                         e.momentum_kernel);
-    enclose_optimizer<T>(c, c.bias, c.momentum_bias, e.grad_bias, e.bias, e.momentum_bias);
-  }
-  return e;
-}
-
-// Replaces the values the enclosures could not certify by the exact step's.
-void fill_from_exact(const Enclosures& e, const RoundedStep& exact, RoundedStep& s) {
-  for (std::size_t i = 0; i < e.residual.size(); ++i) {
-    if (!certified_double(e.residual[i])) s.residual[i] = exact.residual[i];
-  }
-  for (Output o : all_outputs) {
-    const std::vector<Approx>& from = e[o];
-    for (std::size_t i = 0; i < from.size(); ++i) {
-      if (!certified_float32(from[i]) || !certified_double(from[i])) s[o][i] = exact[o][i];
-    }
+  });
+  for (const Missing& m : parts) {
+    for (Output o : {Output::kernel, Output::grad_kernel, Output::momentum_kernel})
+      missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
   }
 }
 
-// Rounds every enclosure into `s`; returns how many could not be certified.
-std::size_t round_enclosures(const Enclosures& e, RoundedStep& s) {
-  Rounder round;
-  s.residual.clear();
-  s.residual.reserve(e.residual.size());
-  for (const Approx& r : e.residual) s.residual.push_back(round.residual(r));
+// Replaces the values no pass could certify by the exact step's.
+void fill_from_exact(const Missing& missing, const RoundedStep& exact, RoundedStep& s) {
+  for (const std::size_t i : missing.residual) s.residual[i] = exact.residual[i];
   for (Output o : all_outputs) {
-    s[o].clear();
-    s[o].reserve(e[o].size());
-    for (const Approx& a : e[o]) s[o].push_back(round.value(a));
+    for (const std::size_t i : missing[o]) s[o][i] = exact[o][i];
   }
-  return round.missing();
 }
 }  // namespace
 
@@ -316,17 +386,25 @@ RoundedStep certified_step(const Case& c) {
     s = round_exact_step(c);
   } else {
     // Ziv's strategy: the fast enclosures first; where one cannot be certified, the
-    // tighter ones (often exact where the first were not); then the exact step.
-    Enclosures e = enclose<Tracking::a_priori>(c);
-    std::size_t missing = round_enclosures(e, s);
-    if (missing > 0) {
-      refined = true;
-      e = enclose<Tracking::exact_errors>(c);
-      missing = round_enclosures(e, s);
+    // tighter ones (often exact where the first were not); then the exact step. The
+    // residuals track their errors exactly in both passes: evaluated once.
+    const int threads = parallel::threads_for(c.n, c.d, c.k);
+    const std::vector<Approx> residual = residuals(c, threads);
+    Missing missing;
+    s.residual.resize(residual.size());
+    for (std::size_t i = 0; i < residual.size(); ++i) {
+      const std::optional<double> v = certified_double(residual[i]);
+      s.residual[i] = v.value_or(0.0);
+      if (!v) missing.residual.push_back(i);
     }
-    if (missing > 0) {
-      fill_from_exact(e, round_exact_step(c), s);
-      s.fallback_elements = missing;
+    evaluate_outputs<Tracking::a_priori>(c, residual, threads, s, missing);
+    if (missing.count() > 0) {
+      refined = true;
+      evaluate_outputs<Tracking::exact_errors>(c, residual, threads, s, missing);
+    }
+    if (missing.count() > 0) {
+      fill_from_exact(missing, round_exact_step(c), s);
+      s.fallback_elements = missing.count();
       s.exact_evaluated = true;
     }
   }

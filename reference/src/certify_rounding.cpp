@@ -1,7 +1,9 @@
 #include "certify_rounding.hpp"
 
+#include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace sgdc::reference {
@@ -15,6 +17,15 @@ constexpr double overflow_threshold = 0x1.ffffffp127;
 // Outside this range section 11's analysis does not apply; never reached from finite
 // float32 inputs, refused rather than trusted.
 constexpr double smallest_analysed = 0x1p-900;
+
+// The neighbours of a positive finite value: its bit pattern plus or minus one (as
+// std::nextafter towards +-infinity gives, without the library call: these run twice per
+// value certified). next_up of the largest finite value is +infinity, next_down of the
+// smallest subnormal is +0.
+double next_up(double m) { return std::bit_cast<double>(std::bit_cast<std::uint64_t>(m) + 1); }
+double next_down(double m) { return std::bit_cast<double>(std::bit_cast<std::uint64_t>(m) - 1); }
+float next_up(float f) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) + 1); }
+float next_down(float f) { return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) - 1); }
 
 // A real where float32 rounding changes: the midpoint of two adjacent float32 values
 // (subnormal ones included) or the overflow threshold.
@@ -53,8 +64,8 @@ std::optional<float> certified_float32(const double_word::Approx& a) {
   if (!std::isinf(f)) {
     // Adjacent float32 values sum exactly in double, and halving is exact.
     const double fd = f;
-    low = f == 0.0f ? 0.0 : (fd + std::nextafter(f, 0.0f)) / 2.0;
-    high = f == FLT_MAX ? overflow_threshold : (fd + std::nextafter(f, INFINITY)) / 2.0;
+    low = f == 0.0f ? 0.0 : (fd + next_down(f)) / 2.0;
+    high = f == FLT_MAX ? overflow_threshold : (fd + next_up(f)) / 2.0;
   }
   if (!clearly_above(m - low, radius) || !clearly_above(high - m, radius)) return std::nullopt;
   return a.hi < 0.0 ? -f : f;
@@ -68,8 +79,8 @@ std::optional<double> certified_double(const double_word::Approx& a) {
   if (m < smallest_analysed) return std::nullopt;
   const double lo = a.hi < 0.0 ? -a.lo : a.lo;
   // Half the gaps to the neighbours (exact: powers of two).
-  const double below = (m - std::nextafter(m, 0.0)) / 2.0;
-  const double above = (std::nextafter(m, infinity) - m) / 2.0;
+  const double below = (m - next_down(m)) / 2.0;
+  const double above = (next_up(m) - m) / 2.0;
   if (!clearly_above(lo + below, a.err) || !clearly_above(above - lo, a.err)) return std::nullopt;
   return a.hi;
 }

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "parallel_for.hpp"
 #include "sgdc/reference/float32.hpp"
+#include "vector_clones.hpp"
 
 namespace sgdc::reference {
 
@@ -35,6 +37,74 @@ bool over(double magnitude) { return !(magnitude < float32_max); }
 struct Gradient : ElementBound {
   double underflow = 0.0;
 };
+
+using parallel::tile_columns;
+
+// (R) for row i, columns [begin, end): each element's sum of |terms| and its input
+// perturbation, over d in order, as arrays over k so that the inner loop vectorises.
+SGDC_VECTOR_CLONES void residual_bound_tile(const Case& c, double tau, double g_r, double eta,
+                                            int i, int begin, int end, double* err_r, char* ovf_r) {
+  const int d = c.d, m = end - begin;
+  const std::size_t row = static_cast<std::size_t>(i) * c.k + begin;
+  const float* x = &c.x[static_cast<std::size_t>(i) * d];
+  double terms[tile_columns], perturb[tile_columns];
+  for (int j = 0; j < m; ++j) {
+    terms[j] = std::abs(static_cast<double>(c.bias[begin + j])) +
+               std::abs(static_cast<double>(c.y[row + j]));
+    perturb[j] = 2.0 * tau;
+  }
+  for (int l = 0; l < d; ++l) {
+    const double ax = std::abs(static_cast<double>(x[l]));
+    const float* w = &c.kernel[static_cast<std::size_t>(l) * c.k + begin];
+    if (tau == 0.0) {
+      // Each perturbation term tau (...) is +0: perturb stays +0, bit for bit.
+      for (int j = 0; j < m; ++j) terms[j] += ax * std::abs(static_cast<double>(w[j]));
+    } else {
+      for (int j = 0; j < m; ++j) {
+        const double aw = std::abs(static_cast<double>(w[j]));
+        terms[j] += ax * aw;
+        perturb[j] += tau * (ax + aw + tau);
+      }
+    }
+  }
+  for (int j = 0; j < m; ++j) {
+    err_r[row + j] =
+        perturb[j] + g_r * (terms[j] + perturb[j]) + 2.0 * (c.d + 2.0) * eta * (1.0 + g_r);
+    ovf_r[row + j] = over(2.0 * (terms[j] + perturb[j]) * (1.0 + g_r));
+  }
+}
+
+// (G) without its gamma, for columns [begin, end) of sum_n over the rows of x (|x_n| =
+// |x[n * stride]|, read with perturbation tau) and of the residuals:
+// a = sum (tau (|r| + E_r) + |x| E_r), b = sum |x| |r|, so that the sum of (G) is
+// (1 + gamma) a + gamma b for any gamma (G and G+ from one pass); and the overflow
+// flag's partial = sum (|x| + tau)(|r| + E_r). Each sum over n in order.
+SGDC_VECTOR_CLONES void gradient_bound_sums(int n, int k, const double* r, const double* err_r,
+                                            const float* x, std::size_t stride, double tau,
+                                            int begin, int end, double* a, double* b,
+                                            double* partial) {
+  const int m = end - begin;
+  for (int j = 0; j < m; ++j) a[j] = b[j] = partial[j] = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const double ax = std::abs(static_cast<double>(x[i * stride]));
+    const double* ri = r + static_cast<std::size_t>(i) * k + begin;
+    const double* ei = err_r + static_cast<std::size_t>(i) * k + begin;
+    if (tau == 0.0) {
+      // The same sums with the +0 terms of tau left out, bit for bit.
+      for (int j = 0; j < m; ++j) {
+        a[j] += ax * ei[j];
+        b[j] += ax * ri[j];
+        partial[j] += ax * (ri[j] + ei[j]);
+      }
+    } else {
+      for (int j = 0; j < m; ++j) {
+        a[j] += tau * (ri[j] + ei[j]) + ax * ei[j];
+        b[j] += ax * ri[j];
+        partial[j] += (ax + tau) * (ri[j] + ei[j]);
+      }
+    }
+  }
+}
 }  // namespace
 
 double gamma(double m, double u) {
@@ -52,25 +122,19 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   const double count = static_cast<double>(n) * k;
   const double scale = 2.0 / count;
   const double lr = std::abs(static_cast<double>(c.lr));
-  auto at = [](const std::vector<float>& v, int i) { return std::abs(static_cast<double>(v[i])); };
+  auto at = [](const std::vector<float>& v, std::size_t i) {
+    return std::abs(static_cast<double>(v[i]));
+  };
+
+  const int threads = parallel::threads_for(n, d, k);
 
   // (R) residuals r_nk = sum_d x_nd W_dk + b_k - y_nk: a sum of D+2 terms, D+3 roundings.
   const double g_r = gamma(residual_roundings(c), u);
   std::vector<double> err_r(static_cast<std::size_t>(n) * k);
   std::vector<char> ovf_r(err_r.size());
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < k; ++j) {
-      double terms = at(c.bias, j) + at(c.y, i * k + j);
-      double perturb = 2.0 * tau;
-      for (int l = 0; l < d; ++l) {
-        terms += at(c.x, i * d + l) * at(c.kernel, l * k + j);
-        perturb += tau * (at(c.x, i * d + l) + at(c.kernel, l * k + j) + tau);
-      }
-      const std::size_t e = static_cast<std::size_t>(i) * k + j;
-      err_r[e] = perturb + g_r * (terms + perturb) + 2.0 * (c.d + 2.0) * eta * (1.0 + g_r);
-      ovf_r[e] = over(2.0 * (terms + perturb) * (1.0 + g_r));
-    }
-  }
+  parallel::for_tiles(n, k, threads, [&](int i, int begin, int end, std::size_t) {
+    residual_bound_tile(c, tau, g_r, eta, i, begin, end, err_r.data(), ovf_r.data());
+  });
 
   StepBounds b;
   // (L) loss = 1/(N K) sum r^2.
@@ -91,25 +155,28 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   }
 
   // (G) gradients g = 2/(N K) sum_n x_n r_n, with x = 1 for the bias; (G+) one more
-  // rounding for an implementation that folds lr into the scale.
-  auto gradient = [&](int col, auto x_of, double extra) {
-    const double g_g = gamma(grad_roundings(c) + extra, u);
-    double sum = 0.0, partial = 0.0, underflows = 4.0;
-    bool ovf = false;
-    for (int i = 0; i < n; ++i) {
-      const auto [x, x_tau] = x_of(i);
-      const std::size_t e = static_cast<std::size_t>(i) * k + col;
-      const double r = exact.residual[e], er = err_r[e];
-      sum += (x_tau * (r + er) + x * er) * (1.0 + g_g) + g_g * x * r;
-      partial += (x + x_tau) * (r + er);
-      // Up to three scale operations on r before it meets x, then the product and the add.
-      underflows += 3.0 * (x + x_tau) + 2.0;
-      ovf = ovf || ovf_r[e];
-    }
+  // rounding for an implementation that folds lr into the scale. Both from the same
+  // gamma-free sums (docs/error-model.md, section 8).
+  const double g_g = gamma(grad_roundings(c), u), g_plus = gamma(grad_roundings(c) + 1.0, u);
+  // Per column: does some residual of it overflow.
+  std::vector<char> ovf_column(static_cast<std::size_t>(k), 0);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < k; ++j)
+      ovf_column[j] = ovf_column[j] || ovf_r[static_cast<std::size_t>(i) * k + j];
+  }
+  // Per row of x^T (a row l of the kernel; the bias: x = 1): up to three scale operations
+  // on r before it meets x, then the product and the add.
+  auto underflows = [&](const float* x, std::size_t stride, double x_tau) {
+    double sum = 4.0;
+    for (int i = 0; i < n; ++i)
+      sum += 3.0 * (std::abs(static_cast<double>(x[i * stride])) + x_tau) + 2.0;
+    return sum;
+  };
+  auto gradient = [&](double a, double b_sum, double partial, double under, bool ovf, double g) {
     Gradient eb;
-    eb.underflow = underflows * eta * 2.0 * (1.0 + g_g);
-    eb.bound = (scale * sum + eb.underflow) * evaluation_slack;
-    eb.may_overflow = ovf || over(2.0 * partial * (1.0 + g_g));
+    eb.underflow = under * eta * 2.0 * (1.0 + g);
+    eb.bound = (scale * ((1.0 + g) * a + g * b_sum) + eb.underflow) * evaluation_slack;
+    eb.may_overflow = ovf || over(2.0 * partial * (1.0 + g));
     return eb;
   };
 
@@ -131,30 +198,42 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   b.grad_kernel.resize(static_cast<std::size_t>(d) * k);
   b.kernel.resize(b.grad_kernel.size());
   b.kernel_from_grad.resize(b.grad_kernel.size());
-  for (int l = 0; l < d; ++l) {
-    auto x_col = [&](int i) { return std::pair{at(c.x, i * d + l), tau}; };
-    for (int j = 0; j < k; ++j) {
-      const std::size_t e = static_cast<std::size_t>(l) * k + j;
-      Gradient g = gradient(j, x_col, 0.0);
-      const Gradient g_plus = gradient(j, x_col, 1.0);
+  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t) {
+    double a[tile_columns], b_sum[tile_columns], partial[tile_columns];
+    gradient_bound_sums(n, k, exact.residual.data(), err_r.data(), &c.x[l], d, tau, begin, end, a,
+                        b_sum, partial);
+    const double under = underflows(&c.x[l], d, tau);
+    for (int j = 0; j < end - begin; ++j) {
+      const std::size_t e = static_cast<std::size_t>(l) * k + begin + j;
+      const bool ovf = ovf_column[begin + j];
+      Gradient g = gradient(a[j], b_sum[j], partial[j], under, ovf, g_g);
+      const Gradient plus = gradient(a[j], b_sum[j], partial[j], under, ovf, g_plus);
       g.may_overflow = g.may_overflow || over(exact.grad_kernel[e] + g.bound);
       b.grad_kernel[e] = g;
-      update(at(c.kernel, static_cast<int>(e)), exact.kernel[e], exact.grad_kernel[e], g, g_plus,
-             b.kernel[e], b.kernel_from_grad[e]);
+      update(at(c.kernel, e), exact.kernel[e], exact.grad_kernel[e], g, plus, b.kernel[e],
+             b.kernel_from_grad[e]);
     }
-  }
+  });
   b.grad_bias.resize(static_cast<std::size_t>(k));
   b.bias.resize(b.grad_bias.size());
   b.bias_from_grad.resize(b.grad_bias.size());
-  auto ones = [](int) { return std::pair{1.0, 0.0}; };
-  for (int j = 0; j < k; ++j) {
-    Gradient g = gradient(j, ones, 0.0);
-    const Gradient g_plus = gradient(j, ones, 1.0);
-    g.may_overflow = g.may_overflow || over(exact.grad_bias[j] + g.bound);
-    b.grad_bias[j] = g;
-    update(at(c.bias, j), exact.bias[j], exact.grad_bias[j], g, g_plus, b.bias[j],
-           b.bias_from_grad[j]);
-  }
+  const std::vector<float> ones(static_cast<std::size_t>(n), 1.0f);
+  const double under = underflows(ones.data(), 1, 0.0);
+  parallel::for_tiles(1, k, 1, [&](int, int begin, int end, std::size_t) {
+    double a[tile_columns], b_sum[tile_columns], partial[tile_columns];
+    gradient_bound_sums(n, k, exact.residual.data(), err_r.data(), ones.data(), 1, 0.0, begin, end,
+                        a, b_sum, partial);
+    for (int j = 0; j < end - begin; ++j) {
+      const int e = begin + j;
+      const bool ovf = ovf_column[e];
+      Gradient g = gradient(a[j], b_sum[j], partial[j], under, ovf, g_g);
+      const Gradient plus = gradient(a[j], b_sum[j], partial[j], under, ovf, g_plus);
+      g.may_overflow = g.may_overflow || over(exact.grad_bias[e] + g.bound);
+      b.grad_bias[e] = g;
+      update(at(c.bias, e), exact.bias[e], exact.grad_bias[e], g, plus, b.bias[e],
+             b.bias_from_grad[e]);
+    }
+  });
   return b;
 }
 

@@ -1,6 +1,8 @@
 #include "sgdc/reference/oracle.hpp"
 
 #include <cmath>
+#include <optional>
+#include <vector>
 
 #include "optimizer_bound.hpp"
 #include "sgdc/reference/certified_step.hpp"
@@ -11,7 +13,8 @@ namespace sgdc::reference {
 
 namespace {
 // Which outputs depend on a non-finite input: r_nk on row n of x, column k of W, b_k
-// and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr.
+// and y_nk; gW_dk on column d of x and column k of r; updates also on p and lr. Empty
+// outputs when every input is finite, as is usual.
 struct Poison {
   PerOutput<std::vector<char>> outputs;
   bool any = false;
@@ -19,52 +22,64 @@ struct Poison {
 
 bool bad(float v) { return !std::isfinite(v); }
 
+// From flags per row and column of the inputs: O(N D + D K + N K).
 Poison find_poison(const Case& c) {
-  const int n = c.n, d = c.d, k = c.k;
   Poison p;
-  std::vector<char> residual(static_cast<std::size_t>(n) * k, 0);
+  if (!has_nonfinite_input(c)) return p;
+  const int n = c.n, d = c.d, k = c.k;
+  std::vector<char> x_row(static_cast<std::size_t>(n), 0), x_column(static_cast<std::size_t>(d), 0),
+      kernel_column(static_cast<std::size_t>(k), 0);
+  for (int i = 0; i < n; ++i) {
+    for (int l = 0; l < d; ++l) {
+      if (bad(c.x[static_cast<std::size_t>(i) * d + l])) x_row[i] = x_column[l] = 1;
+    }
+  }
+  for (int l = 0; l < d; ++l) {
+    for (int j = 0; j < k; ++j) {
+      if (bad(c.kernel[static_cast<std::size_t>(l) * k + j])) kernel_column[j] = 1;
+    }
+  }
+  // Column j of r: some r_nk poisoned.
+  std::vector<char> column(static_cast<std::size_t>(k), 0);
   bool loss = false;
   for (int i = 0; i < n; ++i) {
-    bool row = false;
-    for (int l = 0; l < d; ++l) row = row || bad(c.x[i * d + l]);
     for (int j = 0; j < k; ++j) {
-      bool v = row || bad(c.bias[j]) || bad(c.y[i * k + j]);
-      for (int l = 0; l < d; ++l) v = v || bad(c.kernel[l * k + j]);
-      residual[i * k + j] = v;
+      const bool v = x_row[i] || kernel_column[j] || bad(c.bias[j]) ||
+                     bad(c.y[static_cast<std::size_t>(i) * k + j]);
+      column[j] = column[j] || v;
       loss = loss || v;
     }
   }
   const bool lr = bad(c.lr);
-  const bool momentum = c.optimizer.kind == Optimizer::Kind::momentum;
-  const bool buffer = momentum && !c.fresh_state();
   auto& o = p.outputs;
   o.loss = {static_cast<char>(loss)};
   o.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0);
   o.kernel.assign(o.grad_kernel.size(), 0);
   o.grad_bias.assign(static_cast<std::size_t>(k), 0);
   o.bias.assign(o.grad_bias.size(), 0);
+  const bool momentum = c.optimizer.kind == Optimizer::Kind::momentum;
+  const bool buffer = momentum && !c.fresh_state();
   if (momentum) {
     o.momentum_kernel.assign(o.kernel.size(), 0);
     o.momentum_bias.assign(o.bias.size(), 0);
   }
   // The buffer after the step reads the gradient, the parameter (decay) and the buffer
   // before; the parameter after it also reads lr.
-  auto optimizer = [&](bool g, float p, const std::vector<float>& before, int e, char& out,
-                       char* buffer_out) {
-    const bool b = g || bad(p) || (buffer && bad(before[e]));
+  auto optimizer = [&](bool g, float param, const std::vector<float>& before, std::size_t e,
+                       char& out, char* buffer_out) {
+    const bool b = g || bad(param) || (buffer && bad(before[e]));
     if (buffer_out) *buffer_out = b;
     out = b || lr;
   };
   for (int j = 0; j < k; ++j) {
-    bool column = false;
-    for (int i = 0; i < n; ++i) column = column || residual[i * k + j];
-    o.grad_bias[j] = column;
-    optimizer(column, c.bias[j], c.momentum_bias, j, o.bias[j],
+    o.grad_bias[j] = column[j];
+    optimizer(column[j], c.bias[j], c.momentum_bias, j, o.bias[j],
               momentum ? &o.momentum_bias[j] : nullptr);
-    for (int l = 0; l < d; ++l) {
-      bool g = column;
-      for (int i = 0; i < n; ++i) g = g || bad(c.x[i * d + l]);
-      const int e = l * k + j;
+  }
+  for (int l = 0; l < d; ++l) {
+    for (int j = 0; j < k; ++j) {
+      const std::size_t e = static_cast<std::size_t>(l) * k + j;
+      const bool g = column[j] || x_column[l];
       o.grad_kernel[e] = g;
       optimizer(g, c.kernel[e], c.momentum_kernel, e, o.kernel[e],
                 momentum ? &o.momentum_kernel[e] : nullptr);
@@ -88,6 +103,7 @@ std::vector<double> magnitudes(const std::vector<RoundedValue>& values) {
   return out;
 }
 
+// `poison` empty: nothing poisoned.
 std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
                                   const std::vector<ElementBound>& bounds,
                                   const std::vector<char>& poison) {
@@ -99,10 +115,16 @@ std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
     x.value = values[e].value;
     x.bound = bounds[e].bound;
     x.may_overflow = bounds[e].may_overflow;
-    x.must_be_nonfinite = poison[e] != 0;
+    x.must_be_nonfinite = !poison.empty() && poison[e] != 0;
     out.push_back(x);
   }
   return out;
+}
+
+// Frees v's memory now.
+template <class T>
+void release(std::vector<T>& v) {
+  std::vector<T>().swap(v);
 }
 
 Expectation expect_with(const Case& c, const ErrorModel& model,
@@ -110,26 +132,37 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   c.validate();
   const Poison poison = find_poison(c);
   // Outputs that do not depend on the non-finite inputs are computed with those inputs
-  // read as zero, which leaves them unchanged.
-  const Case finite = poison.any ? with_nonfinite_as_zero(c) : c;
-  const RoundedStep exact = evaluate(finite);
+  // read as zero, which leaves them unchanged. A finite case is used as it is, not copied.
+  std::optional<Case> zeroed;
+  if (poison.any) zeroed = with_nonfinite_as_zero(c);
+  const Case& finite = zeroed ? *zeroed : c;
+  RoundedStep exact = evaluate(finite);
 
-  ExactMagnitudes mag;
-  mag.residual = magnitudes(exact.residual);
-  mag.grad_kernel = magnitudes(exact.grad_kernel);
-  mag.grad_bias = magnitudes(exact.grad_bias);
-  mag.kernel = magnitudes(exact.kernel);
-  mag.bias = magnitudes(exact.bias);
-  mag.momentum_kernel = magnitudes(exact.momentum_kernel);
-  mag.momentum_bias = magnitudes(exact.momentum_bias);
-  mag.loss = exact.loss[0].value;
-  StepBounds bounds = error_bounds(finite, mag, model);
-  apply_optimizer_bounds(finite, mag, model, bounds);
+  StepBounds bounds;
+  {
+    ExactMagnitudes mag;
+    mag.residual = magnitudes(exact.residual);
+    mag.grad_kernel = magnitudes(exact.grad_kernel);
+    mag.grad_bias = magnitudes(exact.grad_bias);
+    mag.kernel = magnitudes(exact.kernel);
+    mag.bias = magnitudes(exact.bias);
+    mag.momentum_kernel = magnitudes(exact.momentum_kernel);
+    mag.momentum_bias = magnitudes(exact.momentum_bias);
+    mag.loss = exact.loss[0].value;
+    bounds = error_bounds(finite, mag, model);
+    apply_optimizer_bounds(finite, mag, model, bounds);
+  }  // the magnitudes go before the expectation grows
 
+  // Each output's values and bounds go once its expectation is built: at most one
+  // kernel-shaped expectation is built while both kernel-shaped sources are alive.
   Expectation out;
-  for (Output o : all_outputs) out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);
-  out.kernel_from_grad = bounds.kernel_from_grad;
-  out.bias_from_grad = bounds.bias_from_grad;
+  for (Output o : all_outputs) {
+    out[o] = expected_of(exact[o], bounds[o], poison.outputs[o]);
+    release(exact[o]);
+    release(bounds[o]);
+  }
+  out.kernel_from_grad = std::move(bounds.kernel_from_grad);
+  out.bias_from_grad = std::move(bounds.bias_from_grad);
   out.u = model.u;
   return out;
 }

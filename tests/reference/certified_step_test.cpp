@@ -7,13 +7,12 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
-#include <bit>
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
+#include "identical.hpp"
 #include "sgdc/properties/generators.hpp"
 #include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/oracle.hpp"
@@ -21,38 +20,12 @@
 
 namespace sgdc::reference {
 namespace {
+using identical::expect_identical;
+using identical::same;
 
 long agreement_cases() {
   const char* text = std::getenv("SGDC_AGREEMENT_CASES");
   return text != nullptr ? std::stol(text) : 100000;
-}
-
-bool same(double a, double b) {
-  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
-}
-bool same(float a, float b) {
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
-}
-
-// Every field of every element, bits compared (so -0 differs from +0).
-void expect_identical(const Expectation& fast, const Expectation& exact, const std::string& where) {
-  for (const Output o : all_outputs) {
-    const auto &f = fast[o], &e = exact[o];
-    ASSERT_EQ(f.size(), e.size()) << where;
-    for (std::size_t i = 0; i < f.size(); ++i) {
-      const std::string at = where + " " + to_string(o) + "[" + std::to_string(i) + "]";
-      ASSERT_TRUE(same(f[i].rounded, e[i].rounded))
-          << at << ": " << f[i].rounded << " vs " << e[i].rounded;
-      ASSERT_TRUE(same(f[i].value, e[i].value)) << at << ": " << f[i].value << " vs " << e[i].value;
-      ASSERT_TRUE(same(f[i].bound, e[i].bound)) << at << ": " << f[i].bound << " vs " << e[i].bound;
-      ASSERT_EQ(f[i].may_overflow, e[i].may_overflow) << at;
-      ASSERT_EQ(f[i].must_be_nonfinite, e[i].must_be_nonfinite) << at;
-    }
-  }
-  for (std::size_t i = 0; i < fast.kernel_from_grad.size(); ++i)
-    ASSERT_TRUE(same(fast.kernel_from_grad[i], exact.kernel_from_grad[i])) << where;
-  for (std::size_t i = 0; i < fast.bias_from_grad.size(); ++i)
-    ASSERT_TRUE(same(fast.bias_from_grad[i], exact.bias_from_grad[i])) << where;
 }
 
 // Cases that draw a momentum optimizer in half the cases, with every option.

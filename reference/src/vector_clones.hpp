@@ -1,0 +1,13 @@
+#pragma once
+// SGDC_VECTOR_CLONES: compile the function marked with it twice on x86-64, for AVX2 and
+// for the baseline, and let the loader pick one for the CPU. Internal to sgdc::reference.
+//
+// For the oracle's O(N D K) loops: the arithmetic is the same IEEE operations either way,
+// only wider, provided the file is compiled without FMA contraction
+// (-ffp-contract=off, set in reference/CMakeLists.txt for every file that uses this).
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define SGDC_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SGDC_VECTOR_CLONES
+#endif

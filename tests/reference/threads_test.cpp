@@ -1,0 +1,136 @@
+// The oracle splits a large case's loops over threads (threads.hpp): certified_step()
+// and expect() give the same bits on 1 thread and on several, on cases above the split
+// threshold (N D K >= 2^17), and the certified path still agrees with the exact one
+// there, through its second, exact-tracking pass too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <ostream>
+#include <random>
+#include <string>
+
+#include "identical.hpp"
+#include "sgdc/reference/certified_step.hpp"
+#include "sgdc/reference/oracle.hpp"
+#include "sgdc/reference/threads.hpp"
+
+namespace sgdc::reference {
+namespace {
+using identical::expect_identical;
+
+enum class Values {
+  normal,    // N(0, 1)
+  wide,      // N(0, 1) times 2^-60 .. 2^60
+  specials,  // normal with NaN, infinities and -0 sprinkled in
+  // Small integers, bias 2^53 and targets -1: residuals 2^53 + 1 + sum x W, whose sums
+  // fall on double midpoints, which only the exact-tracking pass certifies.
+  midpoints,
+};
+
+Case make_case(int n, int d, int k, Values values, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> small(-4, 4), exponent(-60, 60), pick(0, 1999);
+  auto draw = [&](std::size_t count) {
+    std::vector<float> v(count);
+    for (float& f : v) {
+      switch (values) {
+        case Values::normal:
+          f = normal(rng);
+          break;
+        case Values::wide:
+          f = std::ldexp(normal(rng), exponent(rng));
+          break;
+        case Values::specials: {
+          constexpr float specials[] = {NAN, INFINITY, -INFINITY, -0.0f};
+          const int p = pick(rng);
+          f = p < 4 ? specials[p] : normal(rng);
+          break;
+        }
+        case Values::midpoints:
+          f = static_cast<float>(small(rng));
+          break;
+      }
+    }
+    return v;
+  };
+  Case c;
+  c.n = n;
+  c.d = d;
+  c.k = k;
+  c.kernel = draw(static_cast<std::size_t>(d) * k);
+  c.bias = draw(static_cast<std::size_t>(k));
+  c.x = draw(static_cast<std::size_t>(n) * d);
+  c.y = draw(static_cast<std::size_t>(n) * k);
+  c.lr = 0.01f;
+  if (values == Values::midpoints) {
+    for (float& b : c.bias) b = 0x1p53f;
+    for (float& y : c.y) y = -1.0f;
+    c.lr = 0x1p-3f;
+  }
+  return c;
+}
+
+struct Shape {
+  int n, d, k;
+  Values values;
+  unsigned seed;
+};
+
+void PrintTo(const Shape& s, std::ostream* os) {
+  *os << s.n << "x" << s.d << "x" << s.k << " values " << static_cast<int>(s.values);
+}
+
+class OracleThreads : public ::testing::Test {
+ protected:
+  void TearDown() override { set_oracle_threads(0); }
+};
+
+class ThreadCount : public OracleThreads, public ::testing::WithParamInterface<Shape> {};
+
+TEST_P(ThreadCount, SameBits) {
+  const Shape& s = GetParam();
+  const Case c = make_case(s.n, s.d, s.k, s.values, s.seed);
+  ASSERT_GE(static_cast<double>(c.n) * c.d * c.k, 0x1p17) << "below the split threshold";
+  const ErrorModel ftz{.subnormals = Subnormals::flush_to_zero};
+  const bool finite = !has_nonfinite_input(c);
+  set_oracle_threads(1);
+  const Expectation serial = expect(c), serial_ftz = expect(c, ftz);
+  const RoundedStep serial_step = finite ? certified_step(c) : RoundedStep{};
+  for (const int threads : {2, 5}) {
+    set_oracle_threads(threads);
+    const std::string where = "on " + std::to_string(threads) + " threads";
+    ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), serial, where));
+    ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c, ftz), serial_ftz, where + " (ftz)"));
+    if (finite) ASSERT_NO_FATAL_FAILURE(expect_identical(certified_step(c), serial_step, where));
+  }
+}
+
+// Above the threshold: one column tile; three, the last one partial; poisoned outputs;
+// the second pass; a single row.
+INSTANTIATE_TEST_SUITE_P(Shapes, ThreadCount,
+                         ::testing::Values(Shape{16, 96, 100, Values::normal, 1},
+                                           Shape{3, 70, 1100, Values::wide, 2},
+                                           Shape{16, 80, 130, Values::specials, 3},
+                                           Shape{16, 64, 160, Values::midpoints, 4},
+                                           Shape{1, 200, 700, Values::normal, 5}));
+
+TEST_F(OracleThreads, SecondPassAgreesWithExactPath) {
+  const Case c = make_case(16, 64, 160, Values::midpoints, 4);
+  set_oracle_threads(3);
+  const CertificationCounters before = certification_counters();
+  const Expectation fast = expect(c);
+  EXPECT_EQ(certification_counters().refined_cases, before.refined_cases + 1)
+      << "the case no longer needs the second pass: it tests less than it says";
+  ASSERT_NO_FATAL_FAILURE(expect_identical(fast, expect_exact(c), "16x64x160 midpoints"));
+}
+
+TEST_F(OracleThreads, CountFromSetterThenDefault) {
+  set_oracle_threads(5);
+  EXPECT_EQ(oracle_threads(), 5);
+  set_oracle_threads(0);
+  EXPECT_GE(oracle_threads(), 1);
+}
+
+}  // namespace
+}  // namespace sgdc::reference
