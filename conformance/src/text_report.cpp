@@ -26,6 +26,8 @@ std::string describe(const properties::Declaration& d) {
   std::string out = fmt::format("version {}; capabilities: {}; unit roundoff 2^{:g}; subnormals {}",
                                 d.version.empty() ? "?" : d.version, caps.empty() ? "none" : caps,
                                 std::log2(d.arithmetic.u), to_string(d.arithmetic.subnormals));
+  if (d.arithmetic.format != reference::formats::float32)
+    out += "; compute format " + reference::to_string(d.arithmetic.format);
   if (c.step_counter) {
     out += fmt::format("; counter {}", to_string(d.counter.type));
     if (d.counter.at_end != reference::CounterEnd::untested)

@@ -126,10 +126,11 @@ std::optional<std::string> zero_division(const Case& c, const reference::StepRes
   if (std::int64_t{c.n} * c.k == 1)
     found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
   if (c.num_shards > c.n)
-    found.push_back(fmt::format("NaN where a mean runs over no rows: num_shards={} > N={} leaves "
-                                "some shards none, and dropping the N % num_shards remainder "
-                                "rows leaves {} in all",
-                                c.num_shards, c.n, c.n / c.num_shards * c.num_shards));
+    found.push_back(
+        fmt::format("NaN where a mean runs over no rows: num_shards={} > N={} leaves "
+                    "some shards none, and dropping the N % num_shards remainder "
+                    "rows leaves {} in all",
+                    c.num_shards, c.n, c.n / c.num_shards * c.num_shards));
   if (found.empty()) return "NaN from finite inputs: a 0/0 or inf - inf on the way";
   std::string out = found[0];
   for (std::size_t i = 1; i < found.size(); ++i) out += "; or " + found[i];

@@ -123,7 +123,8 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       report.broke = true;
       report.fault =
           f.position()
-              ? fault_at("case " + std::to_string(index + static_cast<int>(*f.position())), f.what())
+              ? fault_at("case " + std::to_string(index + static_cast<int>(*f.position())),
+                         f.what())
               : fault_at("cases " + std::to_string(index) + "-" + std::to_string(index + count - 1),
                          f.what());
       break;

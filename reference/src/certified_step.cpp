@@ -302,7 +302,8 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     const Approx grad = from.gradient(sum);
     round_value(grad, s.grad_bias[j], missing.grad_bias, j);
     if (stateful) {
-      const OptimizerUpdate u = optimizer(c.bias[j], c.fresh_state() ? 0.0f : c.momentum_bias[j], grad);
+      const OptimizerUpdate u =
+          optimizer(c.bias[j], c.fresh_state() ? 0.0f : c.momentum_bias[j], grad);
       round_value(u.param, s.bias[j], missing.bias, j);
       round_value(u.buffer, s.momentum_bias[j], missing.momentum_bias, j);
     } else {
@@ -335,7 +336,8 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     // A stateful optimizer's update, element by element from the gradient.
     auto round_stateful = [&](int j, const Approx& grad) {
       const std::size_t e = first + j;
-      const OptimizerUpdate u = optimizer(c.kernel[e], c.fresh_state() ? 0.0f : c.momentum_kernel[e], grad);
+      const OptimizerUpdate u =
+          optimizer(c.kernel[e], c.fresh_state() ? 0.0f : c.momentum_kernel[e], grad);
       round_value(grad, s.grad_kernel[e], m.grad_kernel, e);
       round_value(u.param, s.kernel[e], m.kernel, e);
       round_value(u.buffer, s.momentum_kernel[e], m.momentum_kernel, e);

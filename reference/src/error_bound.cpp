@@ -22,16 +22,7 @@ double residual_roundings(const Case& c) { return c.d + 3.0; }
 double loss_roundings(const Case& c) { return static_cast<double>(c.n) * c.k + 4.0; }
 double grad_roundings(const Case& c) { return c.n + 4.0; }
 
-struct Subnormal {
-  double eta;  // absolute error of one operation whose result underflows
-  double tau;  // perturbation of an input read as zero
-};
-Subnormal subnormal_terms(Subnormals s) {
-  if (s == Subnormals::ieee) return {0x1p-150, 0.0};
-  return {0x1p-126, 0x1p-126};
-}
-
-bool over(double magnitude) { return !(magnitude < float32_max); }
+bool over(double magnitude, double omega) { return !(magnitude < omega); }
 
 // A gradient element's bound, with its underflow part kept apart for the update.
 struct Gradient : ElementBound {
@@ -43,7 +34,8 @@ using parallel::tile_columns;
 // (R) for row i, columns [begin, end): each element's sum of |terms| and its input
 // perturbation, over d in order, as arrays over k so that the inner loop vectorises.
 SGDC_VECTOR_CLONES void residual_bound_tile(const Case& c, double tau, double g_r, double eta,
-                                            int i, int begin, int end, double* err_r, char* ovf_r) {
+                                            double omega, int i, int begin, int end, double* err_r,
+                                            char* ovf_r) {
   const int d = c.d, m = end - begin;
   const std::size_t row = static_cast<std::size_t>(i) * c.k + begin;
   const float* x = &c.x[static_cast<std::size_t>(i) * d];
@@ -70,7 +62,7 @@ SGDC_VECTOR_CLONES void residual_bound_tile(const Case& c, double tau, double g_
   for (int j = 0; j < m; ++j) {
     err_r[row + j] =
         perturb[j] + g_r * (terms[j] + perturb[j]) + 2.0 * (c.d + 2.0) * eta * (1.0 + g_r);
-    ovf_r[row + j] = over(2.0 * (terms[j] + perturb[j]) * (1.0 + g_r));
+    ovf_r[row + j] = over(2.0 * (terms[j] + perturb[j]) * (1.0 + g_r), omega);
   }
 }
 
@@ -114,11 +106,11 @@ double gamma(double m, double u) {
 
 StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const ErrorModel& model) {
   const int n = c.n, d = c.d, k = c.k;
-  const double u = model.u;
   // Plain variables, not a structured binding: lambdas below capture them, which clang
   // before 16 rejects for bindings.
-  const Subnormal subnormal = subnormal_terms(model.subnormals);
-  const double eta = subnormal.eta, tau = subnormal.tau;
+  const OperationModel op = operation_model(model);
+  const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;
+  auto over = [omega](double magnitude) { return !(magnitude < omega); };
   const double count = static_cast<double>(n) * k;
   const double scale = 2.0 / count;
   const double lr = std::abs(static_cast<double>(c.lr));
@@ -133,8 +125,35 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
   std::vector<double> err_r(static_cast<std::size_t>(n) * k);
   std::vector<char> ovf_r(err_r.size());
   parallel::for_tiles(n, k, threads, [&](int i, int begin, int end, std::size_t) {
-    residual_bound_tile(c, tau, g_r, eta, i, begin, end, err_r.data(), ovf_r.data());
+    residual_bound_tile(c, tau, g_r, eta, omega, i, begin, end, err_r.data(), ovf_r.data());
   });
+  // In a format narrower than float32 an input beyond its largest value may itself
+  // become infinite as it is converted (section 13): every output that reads it may too.
+  const bool inputs_may_overflow = omega < float32_max;
+  std::vector<char> x_column_over(static_cast<std::size_t>(d), 0);
+  bool lr_over = false;
+  if (inputs_may_overflow) {
+    auto beyond = [omega](float v) { return std::abs(static_cast<double>(v)) > omega; };
+    std::vector<char> x_row_over(static_cast<std::size_t>(n), 0), column_over(k, 0);
+    for (int i = 0; i < n; ++i) {
+      for (int l = 0; l < d; ++l) {
+        if (beyond(c.x[static_cast<std::size_t>(i) * d + l])) x_row_over[i] = x_column_over[l] = 1;
+      }
+    }
+    for (int l = 0; l < d; ++l) {
+      for (int j = 0; j < k; ++j) {
+        if (beyond(c.kernel[static_cast<std::size_t>(l) * k + j])) column_over[j] = 1;
+      }
+    }
+    for (int j = 0; j < k; ++j) column_over[j] = column_over[j] || beyond(c.bias[j]);
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < k; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i) * k + j;
+        ovf_r[e] = ovf_r[e] || x_row_over[i] || column_over[j] || beyond(c.y[e]);
+      }
+    }
+    lr_over = beyond(c.lr);
+  }
 
   StepBounds b;
   // (L) loss = 1/(N K) sum r^2.
@@ -190,7 +209,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
     out.bound = ((1.0 + u) * (tau + lr * gp + folded + tau * (g + gp)) + u * p_new + 2.0 * eta) *
                 evaluation_slack;
     out.may_overflow =
-        eg_plus.may_overflow || over((p + tau + lr * (g + gp)) * (1.0 + u) * (1.0 + u));
+        eg_plus.may_overflow || lr_over || over((p + tau + lr * (g + gp)) * (1.0 + u) * (1.0 + u));
     from_grad = ((1.0 + u) * (tau + lr * (eg.bound + gp) + folded + tau * (g + gp)) + 2.0 * eta) *
                 evaluation_slack;
   };
@@ -205,7 +224,7 @@ StepBounds error_bounds(const Case& c, const ExactMagnitudes& exact, const Error
     const double under = underflows(&c.x[l], d, tau);
     for (int j = 0; j < end - begin; ++j) {
       const std::size_t e = static_cast<std::size_t>(l) * k + begin + j;
-      const bool ovf = ovf_column[begin + j];
+      const bool ovf = ovf_column[begin + j] || x_column_over[l];
       Gradient g = gradient(a[j], b_sum[j], partial[j], under, ovf, g_g);
       const Gradient plus = gradient(a[j], b_sum[j], partial[j], under, ovf, g_plus);
       g.may_overflow = g.may_overflow || over(exact.grad_kernel[e] + g.bound);

@@ -9,9 +9,8 @@ namespace sgdc::reference {
 
 namespace {
 
-// As in error_bound.cpp: the bounds' own evaluation, and the underflow terms.
+// As in error_bound.cpp: the bounds' own evaluation.
 constexpr double evaluation_slack = 1.0 + 0x1p-28;
-bool over(double magnitude) { return !(magnitude < float32_max); }
 
 // One parameter element's way through the optimizer (section 12), in magnitudes: what
 // the bounds of the buffer and the update are made of.
@@ -33,9 +32,14 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
                             StepBounds& bounds) {
   const Optimizer& o = c.optimizer;
   if (o.kind == Optimizer::Kind::sgd) return;
-  const double u = model.u;
-  const double eta = model.subnormals == Subnormals::ieee ? 0x1p-150 : 0x1p-126;
-  const double tau = model.subnormals == Subnormals::ieee ? 0.0 : 0x1p-126;
+  const OperationModel op = operation_model(model);
+  const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;
+  auto over = [omega](double magnitude) { return !(magnitude < omega); };
+  // The hyperparameters as read in the declared format (section 13).
+  const bool inputs_over = std::abs(static_cast<double>(c.lr)) > omega ||
+                           std::abs(static_cast<double>(o.momentum)) > omega ||
+                           std::abs(static_cast<double>(o.weight_decay)) > omega ||
+                           std::abs(1.0 - static_cast<double>(o.dampening)) > omega;
   const double lr = std::abs(static_cast<double>(c.lr));
   const double wd = std::abs(static_cast<double>(o.weight_decay));
   const double mu = std::abs(static_cast<double>(o.momentum));
@@ -75,7 +79,9 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
     b_bound.bound = e_b * evaluation_slack;
     // An intermediate beyond float32's range (the decayed gradient, the buffer, the
     // direction) makes +-inf or NaN acceptable downstream, even where lr is 0 (0 inf).
-    const bool ge_over = e.g_overflow || over((e.ge + e_ge) * (1.0 + g2));
+    // In a narrower format the parameter and the buffer may overflow as they are read.
+    const bool read_over = inputs_over || e.p > omega || e.buffer > omega;
+    const bool ge_over = e.g_overflow || read_over || over((e.ge + e_ge) * (1.0 + g2));
     b_bound.may_overflow =
         ge_over || over((mu * (e.buffer + tau) + keep * (e.ge + e_ge)) * (1.0 + g3));
     p_bound.bound = e_p * evaluation_slack;

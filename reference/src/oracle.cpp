@@ -1,7 +1,10 @@
 #include "sgdc/reference/oracle.hpp"
 
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "optimizer_bound.hpp"
@@ -113,7 +116,10 @@ std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
     Expected x;
     x.rounded = values[e].rounded;
     x.value = values[e].value;
-    x.bound = bounds[e].bound;
+    // gamma_m is infinite where m u >= 1 (no bound exists); inf * 0 in its terms makes
+    // NaN, which means the same.
+    x.bound =
+        std::isnan(bounds[e].bound) ? std::numeric_limits<double>::infinity() : bounds[e].bound;
     x.may_overflow = bounds[e].may_overflow;
     x.must_be_nonfinite = !poison.empty() && poison[e] != 0;
     out.push_back(x);
@@ -130,6 +136,8 @@ void release(std::vector<T>& v) {
 Expectation expect_with(const Case& c, const ErrorModel& model,
                         RoundedStep (*evaluate)(const Case&)) {
   c.validate();
+  if (const std::string problem = format_problem(model.format); !problem.empty())
+    throw std::invalid_argument("compute format: " + problem);
   const Poison poison = find_poison(c);
   // Outputs that do not depend on the non-finite inputs are computed with those inputs
   // read as zero, which leaves them unchanged. A finite case is used as it is, not copied.
@@ -163,7 +171,7 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   }
   out.kernel_from_grad = std::move(bounds.kernel_from_grad);
   out.bias_from_grad = std::move(bounds.bias_from_grad);
-  out.u = model.u;
+  out.u = operation_model(model).u;
   return out;
 }
 }  // namespace

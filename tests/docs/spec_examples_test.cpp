@@ -249,7 +249,8 @@ TEST(SpecExamples, FullHelloReply) {
   EXPECT_EQ(d.version, "1.0");
   EXPECT_TRUE(d.capabilities.grads && d.capabilities.step_counter && d.capabilities.shard_layout);
   EXPECT_EQ(d.arithmetic.subnormals, reference::Subnormals::flush_to_zero);
-  EXPECT_EQ(d.arithmetic.u, 0x1p-24);
+  EXPECT_EQ(d.arithmetic.u, 0x1p-11);
+  EXPECT_EQ(d.arithmetic.format, reference::formats::tf32);
   EXPECT_TRUE(d.capabilities.sharded);
   EXPECT_EQ(d.capabilities.max_shards, 8);
   EXPECT_EQ(h.arrays, ArrayEncoding::binary);

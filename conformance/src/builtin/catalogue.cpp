@@ -19,6 +19,22 @@ Entry mutant(std::string name, Bug bug, std::string description) {
   return {std::move(name), Kind::mutant, std::move(description), recipe, false};
 }
 
+// A step whose products read their inputs in `format`, declared (a variant) or not (a mutant).
+Entry reduced_matmul(std::string name, reference::Format format, bool declared,
+                     std::string description) {
+  Recipe recipe;
+  recipe.order = Order::sequential;
+  recipe.matmul_inputs = format;
+  reference::ErrorModel arithmetic;
+  if (declared) arithmetic = {.u = format.unit_roundoff(), .format = format};
+  return {std::move(name),
+          declared ? Kind::variant : Kind::mutant,
+          std::move(description),
+          recipe,
+          false,
+          arithmetic};
+}
+
 std::vector<Entry> make_catalogue() {
   std::vector<Entry> c;
   c.push_back({"float32", Kind::reference,
@@ -45,6 +61,13 @@ std::vector<Entry> make_catalogue() {
   c.push_back(variant("float64-buffer",
                       "float32 gradients; the momentum buffer and direction computed in double",
                       Recipe{.order = Order::sequential, .wide_state = true}));
+  c.push_back(reduced_matmul("tf32-matmul", reference::formats::tf32, true,
+                             "products read x, W and the residual's gradient rounded to TF32, "
+                             "accumulate in float32 (tensor cores with TF32 on); declares "
+                             "compute format tf32"));
+  c.push_back(reduced_matmul("bf16-matmul", reference::formats::bfloat16, true,
+                             "products read their inputs rounded to bfloat16, accumulate in "
+                             "float32; declares compute format bfloat16"));
   c.push_back(mutant("post-update-loss", Bug::post_update_loss,
                      "returns the loss re-evaluated after the update (logging the loss after "
                      "optimizer.step())"));
@@ -104,6 +127,12 @@ std::vector<Entry> make_catalogue() {
   c.push_back(mutant("buffer-shared", Bug::buffer_shared,
                      "the bias's momentum buffer read from the kernel's (one buffer for two "
                      "parameters)"));
+  c.push_back(reduced_matmul("tf32-matmul-undeclared", reference::formats::tf32, false,
+                             "TF32 products (torch.backends.cuda.matmul.allow_tf32 left on) "
+                             "declared as float32"));
+  c.push_back(reduced_matmul("bf16-matmul-undeclared", reference::formats::bfloat16, false,
+                             "bfloat16 products (an autocast region around the step) declared "
+                             "as float32"));
   return c;
 }
 
@@ -116,6 +145,7 @@ class Builtin final : public properties::Implementation {
     declaration_.capabilities.step_counter = true;
     declaration_.capabilities.sharded = entry.sharded;
     declaration_.counter = builtin_counter;
+    declaration_.arithmetic = entry.arithmetic;
     declaration_.capabilities.momentum = properties::MomentumSupport{
         .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
   }

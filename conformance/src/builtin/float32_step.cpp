@@ -114,6 +114,18 @@ const std::vector<float>& bias_buffer(const reference::Case& c, Bug bug, std::ve
   return tmp;
 }
 
+// v rounded to nearest (ties to even) in `f`, with gradual underflow below its smallest
+// normal and infinity past its largest finite value.
+float round_to(float v, const reference::Format& f) {
+  if (f == reference::formats::float32 || !std::isfinite(v) || v == 0.0f) return v;
+  int e = 0;
+  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
+  const double quantum = std::ldexp(1.0, std::max(e - 1, f.min_exponent) - f.fraction_bits);
+  const double r = std::nearbyint(static_cast<double>(v) / quantum) * quantum;
+  if (std::abs(r) > f.max_finite()) return std::copysign(INFINITY, v);
+  return static_cast<float>(r);
+}
+
 template <class T>
 struct Sums {
   T loss{0};
@@ -220,13 +232,20 @@ class LoopStep {
     std::vector<T> r(static_cast<std::size_t>(rows) * k), terms(static_cast<std::size_t>(cols) + 2);
     for (int i = 0; i < rows; ++i) {
       for (int j = 0; j < k; ++j) {
-        for (int l = 0; l < cols; ++l) terms[l] = T(c_.x[i * d + l]) * T(w[l * k + j]);
+        for (int l = 0; l < cols; ++l)
+          terms[l] = matmul_input(T(c_.x[i * d + l])) * matmul_input(T(w[l * k + j]));
         terms[cols] = T(b[j]);
         terms[cols + 1] = -T(c_.y[i * k + j]);
         r[i * k + j] = add(terms, recipe_.order, recipe_.bug);
       }
     }
     return r;
+  }
+
+  // A product's input as the recipe's matmul reads it.
+  T matmul_input(T v) const {
+    if (recipe_.matmul_inputs == reference::formats::float32) return v;
+    return T(round_to(static_cast<float>(v), recipe_.matmul_inputs));
   }
 
   // x_nd as the gradient reads it; the reshape bug reads x.reshape(D, N)[d][n].
@@ -258,7 +277,8 @@ class LoopStep {
       for (int j = 0; j < k; ++j) {
         terms.clear();
         if (l < columns())
-          for (int i = b; i < e; ++i) terms.push_back(x_for_grad(i, l, rows) * g_term(i, j));
+          for (int i = b; i < e; ++i)
+            terms.push_back(matmul_input(x_for_grad(i, l, rows)) * matmul_input(g_term(i, j)));
         s.grad_kernel.push_back(add(terms, recipe_.order, recipe_.bug));
       }
     }

@@ -247,6 +247,41 @@ properties::MomentumSupport momentum_support(const json& v) {
   return out;
 }
 
+// The hello reply's "compute_format": a name ("tf32", ...) or {"fraction_bits": ..,
+// "min_exponent": .., "max_exponent": ..}.
+reference::Format decode_format(const json& v) {
+  if (v.is_string()) {
+    if (const auto f = reference::parse_format(v.get_ref<const std::string&>())) return *f;
+    bad(fmt::format(
+        "compute_format is {}, expected \"float32\", \"tf32\", \"bfloat16\", \"float16\" or "
+        "{{\"fraction_bits\":..,\"min_exponent\":..,\"max_exponent\":..}}",
+        show(v)));
+  }
+  if (!v.is_object())
+    bad(fmt::format("compute_format is neither a format's name nor an object: {}", show(v)));
+  reference::Format f;
+  for (auto [key, field] : {std::pair{"fraction_bits", &f.fraction_bits},
+                            {"min_exponent", &f.min_exponent},
+                            {"max_exponent", &f.max_exponent}}) {
+    const auto it = v.find(key);
+    if (it == v.end()) bad(fmt::format("compute_format has no {}: {}", key, show(v)));
+    const auto value = as_int64(*it);
+    if (!value) bad(fmt::format("compute_format.{} is not an integer: {}", key, show(*it)));
+    // Out of every format's range either way; format_problem names it.
+    *field = static_cast<int>(std::clamp<std::int64_t>(*value, -100000, 100000));
+  }
+  if (const std::string problem = reference::format_problem(f); !problem.empty())
+    bad("compute_format: " + problem);
+  return f;
+}
+
+ojson encode_format(const reference::Format& f) {
+  if (reference::parse_format(reference::to_string(f))) return reference::to_string(f);
+  return {{"fraction_bits", f.fraction_bits},
+          {"min_exponent", f.min_exponent},
+          {"max_exponent", f.max_exponent}};
+}
+
 std::string string_field(const json& j, const char* key, std::string_view what) {
   const auto it = j.find(key);
   if (it == j.end()) bad(fmt::format("{} has no {}", what, key));
@@ -352,6 +387,17 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad(fmt::format("unit_roundoff is {}, expected a number between 0 and 1", show(*u)));
     }
     d.arithmetic.u = value;
+  }
+  if (const auto f = j.find("compute_format"); f != j.end()) {
+    d.arithmetic.format = decode_format(*f);
+    const double least = d.arithmetic.format.unit_roundoff();
+    if (j.find("unit_roundoff") == j.end()) {
+      d.arithmetic.u = least;
+    } else if (d.arithmetic.u < least) {
+      bad(fmt::format("unit_roundoff is {}, below compute_format {}'s own unit roundoff 2^{}",
+                      d.arithmetic.u, reference::to_string(d.arithmetic.format),
+                      -(d.arithmetic.format.fraction_bits + 1)));
+    }
   }
   if (const auto s = j.find("sharded"); s != j.end()) {
     if (!s->is_boolean()) bad(fmt::format("sharded is not true or false: {}", show(*s)));
@@ -499,6 +545,8 @@ std::string encode_hello_reply(const properties::Declaration& d) {
       {"unit_roundoff", d.arithmetic.u},
       {"sharded", d.capabilities.sharded},
   };
+  if (d.arithmetic.format != reference::formats::float32)
+    j["compute_format"] = encode_format(d.arithmetic.format);
   if (d.capabilities.max_shards > 0) j["max_shards"] = d.capabilities.max_shards;
   if (d.capabilities.shard_layout) j["placement"] = to_string(d.capabilities.placement);
   if (d.counter.at_end != reference::CounterEnd::untested)

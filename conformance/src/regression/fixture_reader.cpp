@@ -279,7 +279,8 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     }
   }
 
-  const Json& a = r.object(j["arithmetic"], "arithmetic", {"unit_roundoff", "subnormals"});
+  const Json& a =
+      r.object(j["arithmetic"], "arithmetic", {"unit_roundoff", "subnormals"}, {"compute_format"});
   r.expect_type(a["unit_roundoff"], "arithmetic.unit_roundoff", a["unit_roundoff"].is_number(),
                 "a number");
   f.arithmetic.u = a["unit_roundoff"].get<double>();
@@ -289,6 +290,26 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   if (sub != "ieee" && sub != "ftz")
     r.fail("arithmetic.subnormals", fmt::format("\"{}\" is neither \"ieee\" nor \"ftz\"", sub));
   f.arithmetic.subnormals = reference::parse_subnormals(sub.c_str());
+  if (a.contains("compute_format")) {
+    const Json& cf = a["compute_format"];
+    const std::string path = "arithmetic.compute_format";
+    if (cf.is_string()) {
+      const auto named = reference::parse_format(cf.get<std::string>());
+      if (!named)
+        r.fail(path, fmt::format("\"{}\" is not \"float32\", \"tf32\", \"bfloat16\" or \"float16\"",
+                                 cf.get<std::string>()));
+      f.arithmetic.format = *named;
+    } else {
+      r.object(cf, path, {"fraction_bits", "min_exponent", "max_exponent"});
+      f.arithmetic.format = {
+          static_cast<int>(r.integer(cf["fraction_bits"], path + ".fraction_bits", 1, 23)),
+          static_cast<int>(r.integer(cf["min_exponent"], path + ".min_exponent", -126, 127)),
+          static_cast<int>(r.integer(cf["max_exponent"], path + ".max_exponent", -126, 127))};
+    }
+    if (const std::string problem = reference::format_problem(f.arithmetic.format);
+        !problem.empty())
+      r.fail(path, problem);
+  }
 
   const Json& in = r.object(j["inputs"], "inputs",
                             {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"},

@@ -68,6 +68,14 @@ Json to_json(const Fixture& f) {
   if (f.property) j["property"] = *f.property;
   j["arithmetic"] = {{"unit_roundoff", f.arithmetic.u},
                      {"subnormals", to_string(f.arithmetic.subnormals)}};
+  if (const reference::Format& cf = f.arithmetic.format; cf != reference::formats::float32) {
+    if (reference::parse_format(reference::to_string(cf)))
+      j["arithmetic"]["compute_format"] = reference::to_string(cf);
+    else
+      j["arithmetic"]["compute_format"] = {{"fraction_bits", cf.fraction_bits},
+                                           {"min_exponent", cf.min_exponent},
+                                           {"max_exponent", cf.max_exponent}};
+  }
   Json in = Json::object();
   in["n"] = c.n;
   in["d"] = c.d;

@@ -15,7 +15,7 @@ namespace {
 constexpr std::size_t max_listed = 8;
 
 bool same_model(const reference::ErrorModel& a, const reference::ErrorModel& b) {
-  return a.u == b.u && a.subnormals == b.subnormals;
+  return a.u == b.u && a.subnormals == b.subnormals && a.format == b.format;
 }
 
 double parse_double(const std::string& s) {
@@ -41,7 +41,7 @@ reference::Expectation stored_expectation(const Fixture& f) {
     for (std::size_t i : s.may_overflow) out[i].may_overflow = true;
     for (std::size_t i : s.must_be_nonfinite) out[i].must_be_nonfinite = true;
   }
-  e.u = f.arithmetic.u;
+  e.u = reference::operation_model(f.arithmetic).u;
   return e;
 }
 

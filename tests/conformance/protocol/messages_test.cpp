@@ -435,5 +435,42 @@ TEST(Messages, BinaryFaultsAreNamed) {
   }
 }
 
+// "compute_format": a name or fraction bits and exponent range; the unit roundoff follows
+// it unless declared, and may not be smaller than the format's.
+TEST(Messages, HelloComputeFormat) {
+  const std::string head =
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[],)";
+  for (const auto& [text, format] : {std::pair{R"("float32")", reference::formats::float32},
+                                     {R"("tf32")", reference::formats::tf32},
+                                     {R"("bfloat16")", reference::formats::bfloat16},
+                                     {R"("float16")", reference::formats::float16},
+                                     {R"({"fraction_bits":5,"min_exponent":-20,"max_exponent":20})",
+                                      reference::Format{5, -20, 20}}}) {
+    const properties::Declaration d = decode_hello(head + R"("compute_format":)" + text + "}");
+    EXPECT_EQ(d.arithmetic.format, format) << text;
+    EXPECT_EQ(d.arithmetic.u, format.unit_roundoff()) << text;
+    // What the suite writes reads back the same.
+    EXPECT_EQ(decode_hello(encode_hello_reply(d)).arithmetic.format, format) << text;
+  }
+  EXPECT_EQ(decode_hello(head + R"("compute_format":"tf32","unit_roundoff":0.001})").arithmetic.u,
+            0.001);
+  for (const auto& [field, needle] : {
+           std::pair{R"("fp8")", "compute_format is \"fp8\""},
+           {"7", "compute_format is neither a format's name nor an object"},
+           {R"({"fraction_bits":10,"min_exponent":-14})", "compute_format has no max_exponent"},
+           {R"({"fraction_bits":1.5,"min_exponent":-14,"max_exponent":15})",
+            "compute_format.fraction_bits is not an integer"},
+           {R"({"fraction_bits":52,"min_exponent":-1022,"max_exponent":1023})",
+            "fraction_bits is 52, expected 1 to 23"},
+           {R"({"fraction_bits":10,"min_exponent":-140,"max_exponent":15})",
+            "expected -126 <= min_exponent < max_exponent <= 127"},
+           {R"({"fraction_bits":10,"min_exponent":15,"max_exponent":15})",
+            "expected -126 <= min_exponent < max_exponent <= 127"},
+       })
+    expect_hello_error(head + R"("compute_format":)" + field + "}", needle);
+  expect_hello_error(head + R"("compute_format":"tf32","unit_roundoff":5.960464477539063e-08})",
+                     "below compute_format tf32's own unit roundoff 2^-11");
+}
+
 }  // namespace
 }  // namespace sgdc::conformance::protocol

@@ -191,6 +191,57 @@ TEST(Validation, MalformedFixturesNameFileFieldAndReason) {
       "no property named");
 }
 
+// A fixture derived under a declared compute format keeps it: its bounds are that
+// format's, it reads back the same, and the format's own steps pass it on replay.
+TEST(FixtureJson, ComputeFormatIsKeptAndDrivesTheBounds) {
+  const Fixture plain = canonical("worked-example");
+  const reference::ErrorModel tf32{.u = reference::formats::tf32.unit_roundoff(),
+                                   .format = reference::formats::tf32};
+  const Fixture f =
+      derive_fixture("tf32", "the worked example under TF32", plain.inputs, plain.provenance, tf32);
+  const std::string text = to_json_text(f);
+  EXPECT_NE(text.find(R"("compute_format": "tf32")"), std::string::npos) << text;
+  const Fixture back = parse_fixture(text, "tf32.json");
+  EXPECT_EQ(back.arithmetic.format, reference::formats::tf32);
+  EXPECT_NO_THROW(verify_against_oracle(back, "tf32.json"));
+  EXPECT_GT(f.outputs.kernel.bound[0], 100 * plain.outputs.kernel.bound[0]);
+  EXPECT_TRUE(replay(back, *builtin("tf32-matmul")).passed);
+
+  Fixture custom = f;
+  custom.arithmetic.format = {12, -30, 30};
+  custom.arithmetic.u = custom.arithmetic.format.unit_roundoff();
+  custom = derive_fixture("custom", "a custom format", plain.inputs, plain.provenance,
+                          custom.arithmetic);
+  EXPECT_EQ(parse_fixture(to_json_text(custom), "custom.json").arithmetic.format,
+            (reference::Format{12, -30, 30}));
+}
+
+TEST(Validation, MalformedComputeFormatIsNamed) {
+  expect_malformed(
+      "worked-example", [](Json& j) { j["arithmetic"]["compute_format"] = "fp8"; },
+      "arithmetic.compute_format", "\"fp8\" is not");
+  expect_malformed(
+      "worked-example",
+      [](Json& j) {
+        j["arithmetic"]["compute_format"] = {{"fraction_bits", 10}, {"min_exponent", -14}};
+      },
+      "arithmetic.compute_format.max_exponent", "required field is missing");
+  expect_malformed(
+      "worked-example",
+      [](Json& j) {
+        j["arithmetic"]["compute_format"] = {
+            {"fraction_bits", 30}, {"min_exponent", -14}, {"max_exponent", 15}};
+      },
+      "arithmetic.compute_format.fraction_bits", "outside 1 .. 23");
+  expect_malformed(
+      "worked-example",
+      [](Json& j) {
+        j["arithmetic"]["compute_format"] = {
+            {"fraction_bits", 10}, {"min_exponent", 15}, {"max_exponent", 15}};
+      },
+      "arithmetic.compute_format", "min_exponent < max_exponent");
+}
+
 TEST(Validation, NotJsonIsMalformed) {
   try {
     parse_fixture("{\"format\": ", "broken.json");

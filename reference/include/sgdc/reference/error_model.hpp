@@ -2,6 +2,10 @@
 /// \file
 /// What an implementation declares about its arithmetic; the error bound depends on it.
 
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace sgdc::reference {
 
 /// How the implementation treats subnormal numbers.
@@ -18,12 +22,58 @@ inline constexpr double float16 = 0x1p-11;
 inline constexpr double bfloat16 = 0x1p-8;
 }  // namespace unit_roundoff
 
+/// A binary floating-point format rounding to nearest: `fraction_bits + 1` significant
+/// bits, normal numbers from 2^min_exponent to below 2^(max_exponent + 1), subnormals
+/// below (as the declared subnormal policy says).
+struct Format {
+  int fraction_bits = 23;
+  int min_exponent = -126;
+  int max_exponent = 127;
+  friend bool operator==(const Format&, const Format&) = default;
+
+  /// 2^-(fraction_bits + 1).
+  double unit_roundoff() const;
+  /// The largest finite value: (2 - 2^-fraction_bits) 2^max_exponent.
+  double max_finite() const;
+  /// The smallest positive subnormal: 2^(min_exponent - fraction_bits).
+  double min_subnormal() const;
+  /// True for a format with less precision or range than float32: operands are converted.
+  bool narrower_than_float32() const;
+};
+
+/// The named formats, in the words of the protocol and the CLI.
+namespace formats {
+inline constexpr Format float32{23, -126, 127};
+inline constexpr Format tf32{10, -126, 127};  ///< tensor cores' TensorFloat-32
+inline constexpr Format bfloat16{7, -126, 127};
+inline constexpr Format float16{10, -14, 15};
+}  // namespace formats
+
+/// The format named "float32", "tf32", "bfloat16" or "float16", if any.
+std::optional<Format> parse_format(std::string_view name);
+/// Its name when it is a named format, else "{fraction_bits 10, exponents -126..127}".
+std::string to_string(const Format& f);
+/// Empty when `f` is a format the bounds cover (within float32: 1 <= fraction_bits <= 23,
+/// -126 <= min_exponent < max_exponent <= 127), else what is wrong with it.
+std::string format_problem(const Format& f);
+
 /// The arithmetic an implementation declares. Every rounding it performs, in any
-/// intermediate, must have relative error at most `u`; outputs are float32.
+/// intermediate, must have relative error at most `u`; operations run in `format` (its
+/// operands converted to it where it is narrower than float32); outputs are float32.
 struct ErrorModel {
   double u = unit_roundoff::float32;
   Subnormals subnormals = Subnormals::ieee;
+  Format format = formats::float32;
 };
+
+/// What one operation may do, as the bounds use it (docs/error-model.md, sections 1 and 13).
+struct OperationModel {
+  double u;      ///< relative error of one operation, its operands' conversions included
+  double eta;    ///< absolute error of one operation whose result underflows
+  double tau;    ///< perturbation of an input as it is read
+  double omega;  ///< intermediates at or beyond this magnitude may overflow
+};
+OperationModel operation_model(const ErrorModel& model);
 
 /// Parses "ieee" / "ftz"; throws std::invalid_argument otherwise.
 Subnormals parse_subnormals(const char* text);

@@ -22,7 +22,7 @@ struct Expected {
 struct Expectation : PerOutput<std::vector<Expected>> {
   /// Slack of |p' - (p - lr g_reported)| beyond the final rounding (equation U2).
   std::vector<double> kernel_from_grad, bias_from_grad;
-  double u = 0.0;  ///< unit roundoff the bounds assume
+  double u = 0.0;  ///< one operation's relative error the bounds assume (OperationModel::u)
 };
 
 }  // namespace sgdc::reference

@@ -23,6 +23,7 @@ struct Entry {
   std::string description;  ///< what it computes; for mutants, the real-world mistake
   Recipe recipe;
   bool sharded = false;  ///< declares itself sharded (results may depend on num_shards)
+  reference::ErrorModel arithmetic{};  ///< what it declares of its arithmetic
 };
 
 /// Every built-in, reference first, then variants, then mutants.

@@ -3,6 +3,8 @@
 /// How a built-in float32 step computes: its summation order, accumulator, where the
 /// scale is applied, and (for the mutant catalogue) which single bug it carries.
 
+#include "sgdc/reference/error_model.hpp"
+
 namespace sgdc::conformance::builtin {
 
 /// Order in which a reduction adds its terms.
@@ -51,6 +53,9 @@ struct Recipe {
   bool fma_update = false;   ///< p' = fma(-lr, g, p), one rounding
   bool scale_first = false;  ///< scale residuals by 2/(N K) before reducing (as autodiff does)
   bool wide_state = false;   ///< the momentum buffer and direction computed in double
+  /// The products' inputs (x and W in x W, x and the residual's gradient in x^T r) rounded
+  /// to this format, the products accumulated in float32: what tensor cores do.
+  reference::Format matmul_inputs = reference::formats::float32;
   Bug bug = Bug::none;
 };
 

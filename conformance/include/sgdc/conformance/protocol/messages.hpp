@@ -57,10 +57,11 @@ std::string encode_bye();
 /// op "hello", protocol 1, string name and version, and a capabilities array of
 /// strings ("grads", "step_counter", "shard_layout"; unknown ones are ignored for
 /// forward compatibility). Reads the optional extension fields "subnormals" ("ieee" or
-/// "ftz", default ieee), "unit_roundoff" (a number in (0, 1), default 2^-24) and
-/// "sharded" (bool, default false) and "max_shards" (a positive integer, default no
-/// limit) into Declaration::arithmetic, Capabilities::sharded and
-/// Capabilities::max_shards. Other fields are ignored. Throws ProtocolError.
+/// "ftz", default ieee), "unit_roundoff" (a number in (0, 1), default 2^-24, or the
+/// compute format's), "compute_format" (a format's name or its fraction bits and
+/// exponent range, default float32), "sharded" (bool, default false), "max_shards" (a
+/// positive integer, default no limit) and the others of docs/spec/protocol.md into
+/// Declaration::arithmetic and Capabilities. Other fields are ignored. Throws ProtocolError.
 properties::Declaration decode_hello(std::string_view line);
 
 /// A decoded hello reply: the declaration and how the adapter wants to be spoken to.
