@@ -60,10 +60,12 @@ def no_fake_left():
 # Nothing could be tested: exit 2, promptly, saying why.
 for mode, words in [("bad_protocol", "protocol"), ("hello_not_json", "JSON"),
                     ("exit_immediately", "status 3"), ("hang_in_handshake", "within")]:
-    p, t, _ = run(mode, "--handshake-timeout", "1")
+    # A second for the hang; more for the others, which answer at once but start a Python
+    # interpreter that a loaded machine may take over a second to start.
+    p, t, _ = run(mode, "--handshake-timeout", "1" if mode == "hang_in_handshake" else "8")
     check(f"{mode}: exit 2", p.returncode == 2, f"exit {p.returncode}: {p.stderr}")
     check(f"{mode}: names the problem", words in p.stderr, p.stderr)
-    check(f"{mode}: prompt", t < 10, f"{t:.1f} s")
+    check(f"{mode}: prompt", t < 20, f"{t:.1f} s")
 
 p = subprocess.run([CLI, "run", "--impl", "/nonexistent/adapter --flag"], capture_output=True,
                    text=True, timeout=60)
