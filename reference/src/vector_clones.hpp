@@ -6,7 +6,10 @@
 // only wider, provided the file is compiled without FMA contraction
 // (-ffp-contract=off, set in reference/CMakeLists.txt for every file that uses this).
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+// Not under ASan or TSan: the loader runs the resolver that picks the clone before the
+// sanitizer's runtime is set up, and the instrumented resolver crashes.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define SGDC_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define SGDC_VECTOR_CLONES
