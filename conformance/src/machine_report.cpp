@@ -9,6 +9,7 @@
 #include "protocol/base64.hpp"
 #include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/conformance/text_report.hpp"
+#include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/float32.hpp"
 
 namespace sgdc::conformance {
@@ -107,11 +108,13 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
     if (const auto& s = p.observations.shard_storage) {
       json bytes = json::array();
       for (std::int64_t v : s->values) bytes.push_back(v * std::int64_t{sizeof(float)});
-      jp["stored_bytes_per_shard"] = {{"d", s->d},
-                                      {"k", s->k},
-                                      {"num_shards", s->shards},
-                                      {"bytes", bytes},
-                                      {"meaning", "parameter storage, not peak memory"}};
+      jp["stored_bytes_per_shard"] = {
+          {"d", s->d},
+          {"k", s->k},
+          {"num_shards", s->shards},
+          {"bytes", bytes},
+          {"placement", properties::sharding::to_string(r.declaration.capabilities.placement)},
+          {"meaning", "parameter storage, not peak memory"}};
     }
     if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;

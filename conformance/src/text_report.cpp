@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sgdc/conformance/replay_line.hpp"
+#include "sgdc/properties/sharding/placement.hpp"
 
 namespace sgdc::conformance {
 
@@ -68,9 +69,10 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
     for (std::int64_t v : s->values) bytes += fmt::format(" {}", v * std::int64_t{sizeof(float)});
     fmt::print(os,
                "\nstored bytes per shard ({}, last case d={} k={} num_shards={}):{}\n"
-               "  parameter storage, not peak memory: (D+1)*K/S float32 values per shard; "
-               "gathered copies, gradients, activations and buffers come on top\n",
-               o.report.property, s->d, s->k, s->shards, bytes);
+               "  parameter storage, not peak memory: {}; gathered copies, gradients, "
+               "activations and buffers come on top\n",
+               o.report.property, s->d, s->k, s->shards, bytes,
+               properties::sharding::storage_per_shard(r.declaration.capabilities.placement));
   }
   for (const PropertyOutcome& o : r.properties) {
     if (!o.skip_reason.empty()) fmt::print(os, "\nskip {}: {}\n", o.report.property, o.skip_reason);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <string>
 
 #include "sgdc/properties/sharding/placement.hpp"
 
@@ -101,6 +102,17 @@ TEST(Placement, InputChunksSplitTheKernelOnD) {
   EXPECT_EQ(layout[1].kernel, 6);
   EXPECT_EQ(layout[0].bias, 2);
   EXPECT_EQ(layout[1].bias, 1);
+}
+
+TEST(Placement, StorageWordsFollowTheRule) {
+  EXPECT_NE(std::string(storage_per_shard(PlacementRule::flat)).find("(D+1)*K/S"),
+            std::string::npos);
+  EXPECT_NE(
+      std::string(storage_per_shard(PlacementRule::output_chunks)).find("ceil(K/S) output rows"),
+      std::string::npos);
+  EXPECT_NE(
+      std::string(storage_per_shard(PlacementRule::input_chunks)).find("ceil(D/S) kernel rows"),
+      std::string::npos);
 }
 
 TEST(Placement, RuleNamesRoundTrip) {

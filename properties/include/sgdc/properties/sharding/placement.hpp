@@ -32,6 +32,10 @@ enum class PlacementRule {
 const char* to_string(PlacementRule rule);
 std::optional<PlacementRule> parse_placement_rule(std::string_view name);
 
+/// What one shard stores under `rule`, in words, for a report: e.g. "ceil(K/S) output rows
+/// of D+1 float32 values per shard (...)".
+const char* storage_per_shard(PlacementRule rule);
+
 /// The half-open range [begin, end) of flat parameter indices that `shard` of `shards`
 /// stores under the flat rule, for `values` parameters in all.
 struct FlatRange {
