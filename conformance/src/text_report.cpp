@@ -69,7 +69,7 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
     for (std::int64_t v : s->values) bytes += fmt::format(" {}", v * std::int64_t{sizeof(float)});
     fmt::print(os,
                "\nstored bytes per shard ({}, last case d={} k={} num_shards={}):{}\n"
-               "  parameter storage, not peak memory: {}; gathered copies, gradients, "
+               "  parameter storage, not peak memory: float32, {}; gathered copies, gradients, "
                "activations and buffers come on top\n",
                o.report.property, s->d, s->k, s->shards, bytes,
                properties::sharding::storage_per_shard(r.declaration.capabilities.placement));

@@ -13,7 +13,7 @@ namespace sgdc::conformance::cli {
 namespace {
 struct StorageArgs {
   int d = 0, k = 0, shards = 1;
-  std::string dtype = "float32", optimizer = "sgd";
+  std::string dtype = "float32", optimizer = "sgd", placement = "flat";
 };
 }  // namespace
 
@@ -32,11 +32,17 @@ void add_storage(CLI::App& app, int& status) {
   cmd->add_option("--optimizer", args->optimizer, "Optimizer whose state is counted")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}))
       ->capture_default_str();
+  cmd->add_option("--placement", args->placement,
+                  "How the parameters are split: flat (numpy.array_split of the flat vector), "
+                  "output_chunks (torch.chunk of K: FSDP2) or input_chunks")
+      ->check(CLI::IsMember({"flat", "output_chunks", "input_chunks"}))
+      ->capture_default_str();
   cmd->callback([args, &status] {
     try {
       const auto plan = properties::sharding::plan_storage(
           args->d, args->k, args->shards, args->dtype,
-          properties::sharding::parse_optimizer(args->optimizer));
+          properties::sharding::parse_optimizer(args->optimizer),
+          *properties::sharding::parse_placement_rule(args->placement));
       properties::sharding::write_storage_report(std::cout, plan);
       status = 0;
     } catch (const std::invalid_argument& e) {

@@ -43,12 +43,12 @@ std::optional<PlacementRule> parse_placement_rule(std::string_view name) {
 const char* storage_per_shard(PlacementRule rule) {
   switch (rule) {
     case PlacementRule::flat:
-      return "(D+1)*K/S float32 values per shard (flat rule)";
+      return "(D+1)*K/S values per shard (flat rule)";
     case PlacementRule::output_chunks:
-      return "ceil(K/S) output rows of D+1 float32 values (kernel row and bias) per shard, "
+      return "ceil(K/S) output rows of D+1 values (kernel row and bias) per shard, "
              "the last shards fewer or none (output_chunks: torch.chunk, FSDP2's Shard(0))";
     case PlacementRule::input_chunks:
-      return "ceil(D/S) kernel rows of K float32 values and ceil(K/S) bias values per shard, "
+      return "ceil(D/S) kernel rows of K values and ceil(K/S) bias values per shard, "
              "the last shards fewer or none (input_chunks: torch.chunk)";
   }
   return "?";

@@ -72,12 +72,14 @@ int bytes_per_value(std::string_view dtype) {
   throw std::invalid_argument(fmt::format("unknown dtype \"{}\"; known: {}", dtype, known));
 }
 
-StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer) {
+StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer,
+                         PlacementRule placement) {
   if (d < 1 || k < 1 || shards < 1)
     throw std::invalid_argument(
         fmt::format("D, K and S must be positive (got D={} K={} S={})", d, k, shards));
-  StoragePlan plan{d, k, shards, std::string(dtype), bytes_per_value(dtype), optimizer, {}};
-  for (const reference::ShardPart& part : expected_layout(d, k, shards)) {
+  StoragePlan plan{d,         k,         shards, std::string(dtype), bytes_per_value(dtype),
+                   optimizer, placement, {}};
+  for (const reference::ShardPart& part : expected_layout(d, k, shards, placement)) {
     ShardStorage s;
     s.kernel = part.kernel;
     s.bias = part.bias;
@@ -95,12 +97,16 @@ void write_storage_report(std::ostream& os, const StoragePlan& p) {
              "storage per shard (not peak memory): Linear D={} K={}, (D+1)*K = {} parameters "
              "over {} shards, {} ({} bytes per value), optimizer {}\n",
              p.d, p.k, values, p.shards, p.dtype, p.bytes, name_of(p.optimizer));
-  fmt::print(os,
-             "placement: the flat vector [kernel row-major, bias] split as numpy.array_split "
-             "(the first {} shards hold {} values, the others {})\n"
-             "optimizer state: {}; state in {}, step counter an int32 on every shard\n\n",
-             values % p.shards, values / p.shards + 1, values / p.shards, state_words(p.optimizer),
-             p.dtype);
+  if (p.placement == PlacementRule::flat) {
+    fmt::print(os,
+               "placement: the flat vector [kernel row-major, bias] split as numpy.array_split "
+               "(the first {} shards hold {} values, the others {})\n",
+               values % p.shards, values / p.shards + 1, values / p.shards);
+  } else {
+    fmt::print(os, "placement: {}\n", storage_per_shard(p.placement));
+  }
+  fmt::print(os, "optimizer state: {}; state in {}, step counter an int32 on every shard\n\n",
+             state_words(p.optimizer), p.dtype);
   fmt::print(os, "{:>5} {:>7} {:>6} {:>11} {:>10} {:>16} {:>13} {:>10}\n", "shard", "kernel",
              "bias", "parameters", "gradients", "optimizer state", "step counter", "total");
   ShardStorage all;

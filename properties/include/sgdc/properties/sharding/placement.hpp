@@ -33,7 +33,7 @@ const char* to_string(PlacementRule rule);
 std::optional<PlacementRule> parse_placement_rule(std::string_view name);
 
 /// What one shard stores under `rule`, in words, for a report: e.g. "ceil(K/S) output rows
-/// of D+1 float32 values per shard (...)".
+/// of D+1 values (...) per shard, ...".
 const char* storage_per_shard(PlacementRule rule);
 
 /// The half-open range [begin, end) of flat parameter indices that `shard` of `shards`

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sgdc/properties/sharding/placement.hpp"
+
 namespace sgdc::properties::sharding {
 
 /// The optimizer, which decides how many parameter-sized state tensors there are.
@@ -52,12 +54,14 @@ struct StoragePlan {
   std::string dtype;
   int bytes = 0;  ///< per value
   Optimizer optimizer = Optimizer::sgd;
+  PlacementRule placement = PlacementRule::flat;
   std::vector<ShardStorage> per_shard;
 };
 
-/// The plan for these sizes; throws std::invalid_argument for non-positive sizes or an
-/// unknown dtype.
-StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer);
+/// The plan for these sizes, the parameters split by `placement`; throws
+/// std::invalid_argument for non-positive sizes or an unknown dtype.
+StoragePlan plan_storage(int d, int k, int shards, std::string_view dtype, Optimizer optimizer,
+                         PlacementRule placement = PlacementRule::flat);
 
 /// The plan as a table, labelled as storage, with the caveat about peak memory.
 void write_storage_report(std::ostream& os, const StoragePlan& plan);
