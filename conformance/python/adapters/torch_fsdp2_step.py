@@ -8,7 +8,8 @@ MAX_SHARDS (8) gloo rank processes once (a forkserver that has imported torch fo
 them, so the world is up in seconds; TCP rendezvous on a free port of 127.0.0.1,
 GLOO_SOCKET_IFNAME=lo). Each rank builds `init_device_mesh("cpu", (S,))` for every
 S = 1..8 (the mesh of ranks 0..S-1), then serves cases until told to stop. A case with
-num_shards = S is sent to ranks 0..S-1; the others wait. No process is started per case.
+num_shards = S is sent to ranks 0..S-1; the others wait. No process is started per case,
+and this process never imports torch (only the ranks compute).
 
 Per case, on each rank r of S (what a training step under FSDP2 does):
   1. the model: `nn.Linear(D, K)` built on the meta device, `fully_shard(model, mesh)`,
@@ -63,6 +64,7 @@ import argparse
 import atexit
 import contextlib
 import datetime
+import importlib.metadata
 import multiprocessing
 import os
 import signal
@@ -76,7 +78,7 @@ from typing import Any
 
 import sgdc_adapter
 
-np, torch = sgdc_adapter.require("numpy", "torch")
+np, = sgdc_adapter.require("numpy")  # torch only in the ranks (see torch_version)
 
 MAX_SHARDS = 8
 MIN_TORCH = (2, 13)
@@ -90,15 +92,19 @@ F32 = np.float32
 Job = dict[str, Any]
 
 
-def torch_too_old() -> str | None:
-    """Why this torch cannot run the adapter, or None."""
-    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
-    if version < MIN_TORCH:
+def torch_version() -> str:
+    """The installed torch's version, read without importing torch (this process never
+    does: only the ranks compute, and they start while it answers the handshake);
+    skip() when torch is missing or older than MIN_TORCH."""
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        sgdc_adapter.skip("torch is not installed")
+    release = tuple(int(p) for p in version.split("+")[0].split(".")[:2])
+    if release < MIN_TORCH:
         need = ".".join(map(str, MIN_TORCH))
-        return f"torch {torch.__version__} is older than {need} (FSDP2 on CPU)"
-    if not torch.distributed.is_available() or not torch.distributed.is_gloo_available():
-        return "torch.distributed with gloo is not available"
-    return None
+        sgdc_adapter.skip(f"torch {version} is older than {need} (FSDP2 on CPU)")
+    return version
 
 
 # ---- rank side ----------------------------------------------------------------------
@@ -131,6 +137,7 @@ class Rank:
 
     def model(self, d: int, k: int, shards: int) -> tuple[Any, Any]:
         """The sharded nn.Linear(d, k) over ranks 0..shards-1, and its SGD optimizer."""
+        import torch
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         key = (d, k, shards)
         if key not in self.models:
@@ -155,6 +162,7 @@ class Rank:
         """Loads the case into this rank's shards, runs the training step, and answers
         with the loss and this rank's local shards (and, when asked, the collectives
         the step ran, counted by the profiler)."""
+        import torch
         from torch.distributed.tensor import distribute_tensor
         shards = job["shards"]
         x, y = torch.from_numpy(job["x"]), torch.from_numpy(job["y"])
@@ -187,6 +195,7 @@ class Rank:
     def train_step(self, model: Any, opt: Any, x: Any, y: Any, shards: int, group: Any) -> Any:
         """One step of data-parallel training on this rank: the code a user of FSDP2
         writes (and where the mutants put their bugs). Returns the loss before the update."""
+        import torch
         import torch.distributed as dist
         import torch.nn.functional as F
         (n, k), rank = y.shape, self.rank
@@ -222,8 +231,9 @@ def rank_main(rank: int, world: int, port: int, mutant: str | None, conn: Connec
     """A gloo rank: joins the world, builds its meshes, then runs cases until told to stop."""
     _die_with_parent()
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
-    torch.set_num_threads(1)  # one thread: the same summation order on every run
+    import torch
     import torch.distributed as dist
+    torch.set_num_threads(1)  # one thread: the same summation order on every run
     try:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world,
@@ -384,8 +394,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one FSDP2 usage bug")
     mutant = parser.parse_args().mutant
-    if (why := torch_too_old()) is not None:
-        sgdc_adapter.skip(why)
+    version = torch_version()
     sgdc_adapter.reserve_stdout()  # before the ranks start: they must not inherit it
     ranks = Ranks(MAX_SHARDS, mutant)
     atexit.register(ranks.stop)
@@ -395,7 +404,7 @@ def main() -> None:
     sgdc_adapter.serve(
         lambda case: step(case, ranks),
         name="torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}",
-        version=torch.__version__,
+        version=version,
         capabilities=("grads", "shard_layout"),
         subnormals="ieee",
         sharded=True,
