@@ -94,8 +94,7 @@ Job = dict[str, Any]
 
 def torch_version() -> str:
     """The installed torch's version, read without importing torch (this process never
-    does: only the ranks compute, and they start while it answers the handshake);
-    skip() when torch is missing or older than MIN_TORCH."""
+    does: only the ranks compute); skip() when torch is missing or older than MIN_TORCH."""
     try:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
@@ -282,7 +281,8 @@ class Ranks:
         self.ready = False
 
     def start(self) -> None:
-        """Starts the ranks (returns at once: they join the world in the background)."""
+        """Starts the ranks: returns once the forkserver (which imports torch first) has
+        forked them; they join the world in the background."""
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload(["torch", "torch.distributed.fsdp"])
         port = _free_loopback_port()
