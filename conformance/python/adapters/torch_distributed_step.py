@@ -3,13 +3,20 @@
 
     conformance/python/run-adapter conformance/python/adapters/torch_distributed_step.py [--mutant NAME]
 
+A custom engine: this adapter is the example of a sharded step written by hand, with
+explicit collectives, so that every step of the algorithm is visible and any engine
+of one's own can be tested the same way. PyTorch's own FSDP2 (`fully_shard`) is tested
+by torch_fsdp2_step.py.
+
 Processes: this process speaks the protocol and coordinates; it starts MAX_SHARDS (8)
 gloo worker processes on 127.0.0.1 only (TCP rendezvous on a free loopback port,
-GLOO_SOCKET_IFNAME=lo), one world of 8 ranks, and one process group per shard count
-S = 1..8 made of ranks 0..S-1. A case with num_shards = S runs on that group; the
-other ranks wait. The groups live as long as the adapter, so a change of S costs
-nothing (re-creating a world for every change would cost seconds of process start).
-A larger S is rejected, and the hello reply says so (max_shards = 8).
+GLOO_SOCKET_IFNAME=lo), forked by a forkserver that has imported torch (seconds, where
+a fresh interpreter per worker took half a minute on two cores): one world of 8 ranks,
+and one process group per shard count S = 1..8 made of ranks 0..S-1. A case with
+num_shards = S runs on that group; the other ranks wait. The groups live as long as
+the adapter, so a change of S costs nothing (re-creating a world for every change would
+cost seconds of process start). A larger S is rejected, and the hello reply says so
+(max_shards = 8).
 
 Per case, rank i of S receives only its part of the parameters and its rows of the
 batch: the flattened (D + 1) * K parameter vector (kernel row-major, then bias) and
@@ -25,14 +32,14 @@ rank then, with real collectives:
 The coordinator reports the shards concatenated, and the layout each rank reports from
 the tensor it keeps (how many kernel and bias elements it holds).
 
-The sharding is written with explicit collectives rather than torch's FSDP, so every
-step of the algorithm is visible; it is FSDP's (FULL_SHARD) with an all-reduce for the
-scatter. Tested with torch 2.13.0 (CPU); the code also runs on torch 1.13.
+The algorithm is FSDP's (FULL_SHARD) with an all-reduce for the scatter. Tested with
+torch 2.13.0 (CPU); the code also runs on torch 1.13.
 
-Process hygiene: every worker dies with this process (PR_SET_PDEATHSIG, daemon
-processes, atexit, SIGTERM/SIGINT handlers, end of input); collectives and waits on
-workers have timeouts (COLLECTIVE_TIMEOUT_S): a hung or dead worker answers the case
-with op "error" and the workers are restarted.
+Process hygiene: every worker dies with this process (atexit, SIGTERM/SIGINT handlers,
+end of input; and PR_SET_PDEATHSIG: the kernel kills a worker when its parent, the
+forkserver, goes, which exits with this process however it ends); collectives and
+waits on workers have timeouts (COLLECTIVE_TIMEOUT_S): a hung or dead worker answers
+the case with op "error" and the workers are restarted.
 
 Subnormals: PyTorch on the CPU and gloo's sums keep IEEE subnormals: "ieee".
 
@@ -83,12 +90,15 @@ def split_bounds(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 def _die_with_parent() -> None:
-    """Linux: the kernel kills this worker when the coordinator dies, however it dies."""
+    """Linux: the kernel kills this worker when its parent (the forkserver, which exits
+    with the coordinator) dies, however it dies."""
     try:
         import ctypes
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
         pass
+    if os.getppid() == 1:  # the parent went before the request took effect
+        os._exit(1)
 
 
 def _worker_step(rank: int, groups: dict[int, Any], job: dict[str, Any]) -> dict[str, Any]:
@@ -179,7 +189,8 @@ class Workers:
     def start(self) -> None:
         os.environ["MASTER_ADDR"] = "127.0.0.1"
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
-        ctx = multiprocessing.get_context("spawn")
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["torch", "torch.distributed"])
         port = _free_loopback_port()
         for rank in range(self.world):
             parent, child = ctx.Pipe()
@@ -270,6 +281,7 @@ def main() -> None:
     mutant = parser.parse_args().mutant
     if not dist.is_available() or not dist.is_gloo_available():
         sgdc_adapter.skip("torch.distributed with gloo is not available")
+    sgdc_adapter.reserve_stdout()  # before the workers start: they must not inherit it
     workers = Workers()
     atexit.register(workers.stop)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):

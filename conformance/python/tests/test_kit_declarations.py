@@ -70,3 +70,29 @@ def test_invalid_declarations(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError) as info:
         sgdc_adapter.Adapter(step, name="a", version="0", **kwargs)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("placement", sgdc_adapter.PLACEMENTS)
+def test_placement_is_sent_in_the_hello(fake_suite: Any, placement: str) -> None:
+    suite = fake_suite(numpy_step, capabilities=("grads", "shard_layout"), sharded=True,
+                       placement=placement)
+    assert suite.hello()["placement"] == placement
+
+
+def test_no_placement_declared_sends_none() -> None:
+    adapter = sgdc_adapter.Adapter(numpy_step, name="a", version="0", capabilities=("shard_layout",))
+    assert "placement" not in adapter.hello
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"placement": "rows"}, "placement must be one of flat, output_chunks, input_chunks, got 'rows'"),
+    ({"placement": "Flat"}, "got 'Flat'"),
+    ({"placement": 0}, "got 0"),
+    ({"placement": "output_chunks", "capabilities": ("grads",)},
+     "placement 'output_chunks' is declared without the 'shard_layout' capability"),
+])
+def test_invalid_placements(kwargs: dict[str, Any], message: str) -> None:
+    kwargs.setdefault("capabilities", ("grads", "shard_layout"))
+    with pytest.raises(ValueError) as info:
+        sgdc_adapter.Adapter(numpy_step, name="a", version="0", **kwargs)
+    assert message in str(info.value)

@@ -166,3 +166,21 @@ def test_float_steps_in_a_numpy_user_test(sgdc: Any) -> None:
 
     sgdc.check(step, name="float-counter", capabilities=("grads", "step_counter"),
                counter=("float32", "saturate"), cases=CASES, properties=("step_counter",))
+
+
+def output_chunks_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """The NumPy step reporting the layout of FSDP2's Shard(0): k split as torch.chunk."""
+    chunk = -(-case.k // case.num_shards)
+    rows = [min(chunk, max(0, case.k - s * chunk)) for s in range(case.num_shards)]
+    return {**numpy_step(case), "shards": [{"kernel": r * case.d, "bias": r} for r in rows]}
+
+
+def test_the_declared_placement_is_the_rule_the_suite_checks(sgdc: Any) -> None:
+    declared = dict(name="chunks", capabilities=("grads", "shard_layout"), cases=CASES,
+                    properties=("placement",))
+    result = sgdc.check(output_chunks_step, placement="output_chunks", **declared)
+    assert "placement output_chunks" in result.text
+    # The same layout judged by the default (flat) rule: a placement violation.
+    wrong = sgdc.run(output_chunks_step, placement="flat", **declared)
+    assert wrong.verdict == "not_conformant", wrong.text
+    assert "the flat rule" in wrong.text

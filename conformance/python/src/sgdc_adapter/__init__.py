@@ -33,7 +33,12 @@ them, so declare honestly:
   dtype "int32", "uint32", "int64", "float32" or "float64", and at_end "wrap" (after the
   largest value comes 0) or "saturate" (the largest value stays; the only choice for a
   float counter). Largest values: 2**31-1, 2**32-1, 2**63-1, 2**24, 2**53. Undeclared, the
-  suite assumes int64 and does not test the end of the range.
+  suite assumes int64 and does not test the end of the range;
+- `placement`, with "shard_layout": the rule by which the parameters are split over the
+  shards that the "shards" layout reports: "flat" (the (d+1)*k values, kernel row-major
+  then bias, split as numpy.array_split; the suite's default), "output_chunks" (kernel
+  and bias split on k as torch.chunk does, FSDP2's Shard(0) of PyTorch's [k, d] weight)
+  or "input_chunks" (kernel split on d, bias on k, by the same torch.chunk rule).
 
 Batches: a step that is faster on many cases at once (one vectorised or compiled call)
 is served with `serve(step_batch=fn, max_batch=M, ...)` instead of `step`. The suite
@@ -63,9 +68,10 @@ process: `sgdc.check(step, name=..., capabilities=...)`.
 Besides the protocol's fields, the hello reply carries the additive fields of
 docs/spec/protocol.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
 (the suite may send cases ahead of their answers: the kit reads and answers messages in
-order), and as declared "max_shards", "max_batch", "counter". When the suite offers
-binary arrays, the kit accepts them ("array_encoding": "binary"): arrays then travel as
-raw bytes after each line instead of base64 inside it, which the step never sees.
+order), and as declared "max_shards", "max_batch", "counter", "placement". When the
+suite offers binary arrays, the kit accepts them ("array_encoding": "binary"): arrays
+then travel as raw bytes after each line instead of base64 inside it, which the step
+never sees.
 """
 
 from __future__ import annotations
@@ -79,12 +85,13 @@ from typing import NoReturn
 from ._codec import (CAPABILITIES, F32LE, Arrays, Case, StepOutput, build_result, decode, encode,
                      parse_case, reference)
 from ._codec import RejectCase as RejectCase
-from ._serve import (COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PROTOCOL, Adapter,
+from ._serve import (COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS, PROTOCOL, Adapter,
                      BatchOutput, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
                      counter_declaration, reserve_stdout)
 
 __all__ = [
-    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "F32LE", "MAX_IN_FLIGHT", "PROTOCOL",
+    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS",
+    "PROTOCOL",
     "SKIPPED", "Adapter", "Arrays", "BatchOutput", "Case", "ProtocolError", "Reader",
     "RejectCase", "StepBatchFn", "StepFn", "StepOutput", "Writer", "build_result",
     "counter_declaration", "decode", "encode", "parse_case", "reference", "require",
@@ -117,18 +124,21 @@ def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
           max_batch: int | None = None, name: str, version: str,
           capabilities: Iterable[str] = (), subnormals: str = "ieee",
           unit_roundoff: float = 2**-24, sharded: bool = False, max_shards: int | None = None,
-          counter: tuple[str, str] | None = None) -> NoReturn:
+          counter: tuple[str, str] | None = None, placement: str | None = None) -> NoReturn:
     """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0.
 
     Give `step` (one case at a time) or `step_batch` with `max_batch` (lists of up to
     `max_batch` cases). Reserves stdout first (see `reserve_stdout`). Exits 1 when the
     input cannot be followed (a binary payload without a usable size, or cut short).
     `max_shards` (optional): the most shards the implementation can run, e.g. its device
-    count; the suite then asks for no larger num_shards of its own choosing. A bad
-    declaration raises ValueError naming it, before anything is read."""
+    count; the suite then asks for no larger num_shards of its own choosing.
+    `placement` (optional, with "shard_layout"): "flat", "output_chunks" or
+    "input_chunks", the rule the reported "shards" follow. A bad declaration raises
+    ValueError naming it, before anything is read."""
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
             capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
-            sharded=sharded, max_shards=max_shards, counter=counter).serve()
+            sharded=sharded, max_shards=max_shards, counter=counter,
+            placement=placement).serve()
 
 
 def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
@@ -136,12 +146,13 @@ def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
                   name: str, version: str, capabilities: Iterable[str] = (),
                   subnormals: str = "ieee", unit_roundoff: float = 2**-24,
                   sharded: bool = False, max_shards: int | None = None,
-                  counter: tuple[str, str] | None = None) -> None:
+                  counter: tuple[str, str] | None = None,
+                  placement: str | None = None) -> None:
     """Serve one conversation on binary streams (`reader`: buffered, with readline and
     readinto; `writer`: write and flush) until "bye" or end of input, then return.
     Touches neither stdout nor the process's state. Raises ProtocolError when the input
     cannot be followed, OSError when the other side has gone."""
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
             capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
-            sharded=sharded, max_shards=max_shards,
-            counter=counter).serve_streams(reader, writer)
+            sharded=sharded, max_shards=max_shards, counter=counter,
+            placement=placement).serve_streams(reader, writer)

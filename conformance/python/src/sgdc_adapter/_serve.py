@@ -22,6 +22,9 @@ MAX_IN_FLIGHT = 64
 COUNTER_LARGEST = {"int32": 2**31 - 1, "uint32": 2**32 - 1, "int64": 2**63 - 1,
                    "float32": 2**24, "float64": 2**53}
 COUNTER_AT_END = ("wrap", "saturate")
+# The placement rules a sharded implementation may declare for its "shards" layout
+# (the hello's "placement"; docs/sharded.md): how the parameters are split over S shards.
+PLACEMENTS = ("flat", "output_chunks", "input_chunks")
 
 StepFn = Callable[[Case], StepOutput]
 # One output per case, in order: a dict, or an exception instance that answers that case
@@ -130,7 +133,8 @@ class Adapter:
                  capabilities: Iterable[str] = (), subnormals: str = "ieee",
                  unit_roundoff: float = 2**-24, sharded: bool = False,
                  max_shards: int | None = None,
-                 counter: tuple[str, str] | None = None) -> None:
+                 counter: tuple[str, str] | None = None,
+                 placement: str | None = None) -> None:
         if (step is None) == (step_batch is None):
             raise ValueError("give exactly one of step (one case at a time) and step_batch "
                              "(a list of cases)")
@@ -169,6 +173,14 @@ class Adapter:
             if "step_counter" not in caps:
                 raise ValueError("counter is declared without the 'step_counter' capability")
             self.hello["counter"] = counter_declaration(counter)
+        if placement is not None:
+            if placement not in PLACEMENTS:
+                raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}, "
+                                 f"got {placement!r}")
+            if "shard_layout" not in caps:
+                raise ValueError(f"placement {placement!r} is declared without the "
+                                 f"'shard_layout' capability")
+            self.hello["placement"] = placement
         self.step = step
         self.step_batch = step_batch
         self.max_batch: int = max_batch if step_batch is not None and max_batch is not None else 1

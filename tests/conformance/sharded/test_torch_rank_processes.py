@@ -1,9 +1,11 @@
-"""The torch.distributed adapter leaves no process behind, however it ends: at end of
-input, on SIGTERM, and when it is killed outright.
+"""The adapters with gloo rank processes (torch_distributed_step.py, torch_fsdp2_step.py)
+leave no process behind, however they end: at end of input, on SIGTERM, and when
+killed outright.
 
-    conformance/python/run-adapter tests/conformance/sharded/test_torch_distributed_processes.py
+    conformance/python/run-adapter tests/conformance/sharded/test_torch_rank_processes.py
 
-Exits 77 (skipped) when torch is not installed in the interpreter that runs it.
+Exits 77 (skipped) when torch is not installed in the interpreter that runs it; the
+FSDP2 adapter's tests are skipped with a torch older than 2.13.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ADAPTER = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters",
-                       "torch_distributed_step.py")
+ADAPTERS = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters")
 try:
-    import torch  # noqa: F401  (only to learn whether the test can run)
+    import torch  # (only to learn whether the tests can run)
 except ImportError as e:
     print(f"skipped: torch is not installed ({e})", file=sys.stderr)
     sys.exit(77)
+TORCH = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 
 # The worked example of docs/spec/step.md, with num_shards = 2.
 CASE = {"op": "step", "id": 1, "n": 2, "d": 1, "k": 1, "num_shards": 2, "step": 0,
@@ -58,10 +60,12 @@ def alive(pid: int) -> bool:
         return False
 
 
-class Processes(unittest.TestCase):
+class DistributedProcesses(unittest.TestCase):
+    adapter = "torch_distributed_step.py"
+
     def start(self) -> tuple[subprocess.Popen[str], list[int]]:
-        p = subprocess.Popen([sys.executable, ADAPTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             text=True)
+        p = subprocess.Popen([sys.executable, os.path.join(ADAPTERS, self.adapter)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         p.stdin.write('{"op":"hello","protocol":1}\n' + json.dumps(CASE) + "\n")
         p.stdin.flush()
         hello, result = json.loads(p.stdout.readline()), json.loads(p.stdout.readline())
@@ -69,7 +73,7 @@ class Processes(unittest.TestCase):
         self.assertEqual(result["op"], "result", result)
         self.assertEqual(result["kernel"], "AAAAPw==")  # W' = 0.5, as in the spec
         workers = descendants(p.pid)
-        self.assertGreaterEqual(len(workers), 8)
+        self.assertGreaterEqual(len(workers), 8)  # the 8 ranks and the forkserver
         return p, workers
 
     def assert_gone(self, workers: list[int]) -> None:
@@ -95,6 +99,11 @@ class Processes(unittest.TestCase):
         p.kill()
         p.wait(timeout=30)
         self.assert_gone(workers)
+
+
+@unittest.skipIf(TORCH < (2, 13), f"torch {torch.__version__} is older than 2.13 (FSDP2 on CPU)")
+class Fsdp2Processes(DistributedProcesses):
+    adapter = "torch_fsdp2_step.py"
 
 
 if __name__ == "__main__":
