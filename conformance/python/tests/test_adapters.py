@@ -125,7 +125,7 @@ MOMENTUM_OPTIONS = [dict(momentum=0.9), dict(momentum=0.5, nesterov=True),
                     dict(momentum=0.0, weight_decay=0.001, decay="decoupled")]
 
 
-@pytest.mark.parametrize("name", ["numpy"])
+@pytest.mark.parametrize("name", ["numpy", "flax"])
 def test_random_momentum_cases(adapter: Start, name: str) -> None:
     a = adapter(name)
     declared = a.info["momentum"]
@@ -150,6 +150,7 @@ def test_random_momentum_cases(adapter: Start, name: str) -> None:
 
 @pytest.mark.parametrize("name, momentum", [
     ("numpy", {"dampening": True, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
+    ("flax", {"dampening": False, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
 ])
 def test_declared_momentum(adapter: Start, name: str, momentum: dict[str, Any]) -> None:
     assert adapter(name).info["momentum"] == momentum
