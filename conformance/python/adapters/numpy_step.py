@@ -10,6 +10,12 @@ that the suite can show it rejects that bug; the hello reply then names the adap
 
 Step counter: kept as a NumPy int64 that saturates, declared counter=("int64",
 "saturate"): at 2**63 - 1 it stays there.
+
+SGD with momentum: every option is declared (dampening, Nesterov, coupled and decoupled
+weight decay). The buffer and the direction are computed elementwise in float32, one
+rounding per operation: ge = g + wd*p (coupled), the buffer
+mu*buf + (1 - dampening)*ge (ge itself on the first step), the direction ge + mu*buf'
+(Nesterov) or buf', plus wd*p (decoupled), then p - lr*direction.
 """
 
 from __future__ import annotations
@@ -62,6 +68,32 @@ def next_step(step: int, mutant: str | None = None) -> Any:
     return counter if counter == INT64_MAX else counter + np.int64(1)
 
 
+def momentum_direction(case: sgdc_adapter.Case, p: Array, g: Array, buffer: Array | None,
+                       mutant: str | None = None) -> tuple[Array, Array]:
+    """(direction, buffer after the step) of one parameter for the case's momentum
+    optimizer, elementwise in float32; `buffer` is the buffer before the step (None:
+    fresh state). A momentum mutant changes one rule."""
+    o = case.optimizer
+    assert o is not None
+    mu, wd = o.momentum, o.weight_decay
+    decoupled = (o.decay == "decoupled") != (mutant == "decay_convention_swapped")
+    fresh = buffer is None or mutant == "fresh_buffer_every_step"
+    ge = g if decoupled else g + wd * p
+    if fresh:
+        before = np.zeros_like(p)
+        buf = (F32(1) - o.dampening) * ge if mutant == "dampening_on_first_step" else ge
+    else:
+        assert buffer is not None
+        before = buffer
+        buf = mu * buffer + (F32(1) - o.dampening) * ge
+    d = buf
+    if o.nesterov:
+        d = ge + mu * (before if mutant == "nesterov_without_lookahead" else buf)
+    if decoupled:
+        d = d + wd * p
+    return d, buf
+
+
 def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     x, y, kernel, bias, lr = case.x, case.y, case.kernel, case.bias, case.lr
     n, d, k, shards = case.n, case.d, case.k, case.num_shards
@@ -100,17 +132,30 @@ def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
         grad_kernel = grad_kernel.astype(np.float16).astype(F32)
         grad_bias = grad_bias.astype(np.float16).astype(F32)
 
-    # The SGD update itself: p' = p - lr * g (optax.sgd without momentum).
+    # The direction: the gradient for plain SGD (optax.sgd without momentum), else the
+    # momentum optimizer's, with its buffer after the step.
+    momentum: dict[str, Array] = {}
+    dir_kernel, dir_bias = grad_kernel, grad_bias
+    if case.optimizer is not None:
+        bias_buffer = case.momentum_bias
+        if mutant == "buffer_shared" and case.momentum_kernel is not None:
+            bias_buffer = case.momentum_kernel.reshape(-1)[:k]  # the kernel's first k elements
+        dir_kernel, momentum["momentum_kernel"] = momentum_direction(
+            case, kernel, grad_kernel, case.momentum_kernel, mutant)
+        dir_bias, momentum["momentum_bias"] = momentum_direction(
+            case, bias, grad_bias, bias_buffer, mutant)
+
+    # The update itself: p' = p - lr * direction.
     sign = F32(1) if mutant == "wrong_sign" else F32(-1)
     rate = lr * lr if mutant == "lr_twice" else lr
-    new_kernel = kernel + sign * (rate * grad_kernel)
-    new_bias = bias + sign * (rate * grad_bias)
+    new_kernel = kernel + sign * (rate * dir_kernel)
+    new_bias = bias + sign * (rate * dir_bias)
 
     if mutant == "bias_not_updated":
         new_bias = bias.copy()
     elif mutant == "skip_tiny_updates":
-        new_kernel = np.where(np.abs(lr * grad_kernel) < 1e-6 * np.abs(kernel), kernel, new_kernel)
-        new_bias = np.where(np.abs(lr * grad_bias) < 1e-6 * np.abs(bias), bias, new_bias)
+        new_kernel = np.where(np.abs(lr * dir_kernel) < 1e-6 * np.abs(kernel), kernel, new_kernel)
+        new_bias = np.where(np.abs(lr * dir_bias) < 1e-6 * np.abs(bias), bias, new_bias)
     elif mutant == "nondeterministic":
         rng = np.random.default_rng()
         i = rng.integers(new_kernel.size)
@@ -126,6 +171,7 @@ def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
         "grad_kernel": grad_kernel.astype(F32),
         "grad_bias": grad_bias.astype(F32),
         "step": next_step(case.step, mutant),
+        **{key: v.astype(F32) for key, v in momentum.items()},
     }
 
 
@@ -133,7 +179,9 @@ MUTANTS = ("post_update_loss", "mean_over_batch", "grad_times_shards", "drop_rem
            "mean_of_shard_means", "half_precision_grad", "reshape_not_transpose", "wrong_sign",
            "missing_factor_two", "bias_not_updated", "lr_twice", "step_not_advanced",
            "nondeterministic", "skip_tiny_updates", "unbiased_mean", "rows_past_16_dropped",
-           "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter")
+           "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter",
+           "fresh_buffer_every_step", "dampening_on_first_step", "nesterov_without_lookahead",
+           "decay_convention_swapped", "buffer_shared")
 
 
 def main() -> None:
@@ -147,6 +195,7 @@ def main() -> None:
         capabilities=("grads", "step_counter"),
         subnormals="ieee",  # NumPy on x86-64/aarch64 keeps IEEE subnormals (no FTZ/DAZ)
         counter=("int64", "saturate"),
+        momentum={"dampening": True, "nesterov": True, "weight_decay": ("coupled", "decoupled")},
     )
 
 

@@ -21,6 +21,10 @@ import sgdc_adapter
 F32 = np.float32
 ARRAYS = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
 INPUTS = ("lr", "kernel", "bias", "x", "y")
+HYPERPARAMETERS = ("momentum", "dampening", "weight_decay")  # 1-element arrays, like lr
+BUFFERS = ("momentum_kernel", "momentum_bias")  # an input and, after the step, an output
+# Every option of SGD with momentum, as a hello's "momentum" declares it.
+ALL_MOMENTUM = {"dampening": True, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}
 ANSWER_TIMEOUT = 20.0  # seconds the suite's side waits for an answer before failing the test
 
 
@@ -35,6 +39,21 @@ def make_case(n: int, d: int, k: int, *, num_shards: int = 1, step: int = 0, lr:
                 y=rng.standard_normal((n, k)).astype(F32))
     case.update({key: np.asarray(v, dtype=F32) for key, v in fixed.items()})
     return case
+
+
+def with_momentum(case: dict[str, Any], *, momentum: float = 0.9, dampening: float = 0.0,
+                  nesterov: bool = False, weight_decay: float = 0.0, decay: str = "coupled",
+                  buffer: bool = True, seed: int = 1) -> dict[str, Any]:
+    """`case` as a momentum step: its fields "optimizer", the hyperparameters, and with
+    `buffer` a random buffer before the step (else fresh state)."""
+    out = {**case, "optimizer": "momentum", "momentum": F32(momentum),
+           "dampening": F32(dampening), "nesterov": nesterov, "weight_decay": F32(weight_decay),
+           "decay": decay}
+    if buffer:
+        rng = np.random.default_rng(seed)
+        out["momentum_kernel"] = rng.standard_normal(case["kernel"].shape).astype(F32)
+        out["momentum_bias"] = rng.standard_normal(case["bias"].shape).astype(F32)
+    return out
 
 
 # The worked example of docs/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
@@ -55,7 +74,11 @@ def step_message(case: dict[str, Any], mid: Any, binary: bool = False,
     msg: dict[str, Any] = {"op": "step", "id": mid,
                            **{key: case[key] for key in ("n", "d", "k", "num_shards", "step")}}
     payload = b""
-    for key in INPUTS:
+    if "optimizer" in case:
+        msg.update({key: case[key] for key in ("optimizer", "nesterov", "decay")})
+    for key in INPUTS + HYPERPARAMETERS + BUFFERS:
+        if key not in case or (key in HYPERPARAMETERS and "optimizer" not in case):
+            continue
         raw = np.ascontiguousarray(case[key], dtype="<f4").tobytes()
         if binary:
             msg[key] = {"offset": len(payload), "count": len(raw) // 4}
@@ -78,6 +101,28 @@ def numpy_step(case: sgdc_adapter.Case) -> dict[str, Any]:
         return {"loss": np.sum(r * r) / count,
                 "kernel": case.kernel - case.lr * gk, "bias": case.bias - case.lr * gb,
                 "grad_kernel": gk, "grad_bias": gb, "step": case.step + 1}
+
+
+def momentum_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """A correct float32 step, plain or with momentum (every option), elementwise."""
+    out = numpy_step(case)
+    o = case.optimizer
+    if o is None:
+        return out
+
+    def update(p: Any, g: Any, buf: Any) -> tuple[Any, Any]:
+        ge = g + o.weight_decay * p if o.decay == "coupled" else g
+        b = ge if buf is None else o.momentum * buf + (F32(1) - o.dampening) * ge
+        direction = ge + o.momentum * b if o.nesterov else b
+        if o.decay == "decoupled":
+            direction = direction + o.weight_decay * p
+        return p - case.lr * direction, b
+
+    with np.errstate(all="ignore"):
+        out["kernel"], out["momentum_kernel"] = update(case.kernel, out["grad_kernel"],
+                                                       case.momentum_kernel)
+        out["bias"], out["momentum_bias"] = update(case.bias, out["grad_bias"], case.momentum_bias)
+    return out
 
 
 class SuiteSide:
@@ -119,7 +164,7 @@ class SuiteSide:
         while len(self.buffer) < size:
             self._fill(deadline)
         raw, self.buffer = self.buffer[:size], self.buffer[size:]
-        for key in ARRAYS:
+        for key in ARRAYS + BUFFERS:
             if key in reply:
                 if size:
                     ref = reply[key]

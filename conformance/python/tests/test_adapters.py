@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakesuite import F32, WORKED, AdapterProcess, make_case
+from fakesuite import F32, WORKED, AdapterProcess, make_case, with_momentum
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent
 ADAPTERS = PYTHON_DIR / "adapters"
@@ -25,7 +25,9 @@ MUTANTS = ("post_update_loss", "mean_over_batch", "grad_times_shards", "drop_rem
            "mean_of_shard_means", "half_precision_grad", "reshape_not_transpose", "wrong_sign",
            "missing_factor_two", "bias_not_updated", "lr_twice", "step_not_advanced",
            "nondeterministic", "skip_tiny_updates", "unbiased_mean", "rows_past_16_dropped",
-           "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter")
+           "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter",
+           "fresh_buffer_every_step", "dampening_on_first_step", "nesterov_without_lookahead",
+           "decay_convention_swapped", "buffer_shared")
 FRAMEWORKS = {"numpy": "numpy", "torch": "torch", "flax": "flax"}
 SCRIPTS = {"numpy": ADAPTERS / "numpy_step.py", "torch": ADAPTERS / "torch_step.py",
            "flax": ADAPTERS / "flax_nnx_step.py",
@@ -94,6 +96,66 @@ def test_random_cases(adapter: Start, name: str) -> None:
             assert out["step"] == case["step"] + 1
 
 
+def reference_momentum(case: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """float64 results of a momentum step, and the magnitudes their errors scale with."""
+    plain = reference(case)
+    mu, damp, wd = (float(case[key]) for key in ("momentum", "dampening", "weight_decay"))
+    lr, coupled = float(case["lr"]), case["decay"] == "coupled"
+    out = {key: plain[key] for key in ("loss", "grad_kernel", "grad_bias")}
+    for name in ("kernel", "bias"):
+        p = case[name].astype(np.float64)
+        g, sg = plain["grad_" + name]
+        ge, sge = (g + wd * p, sg + wd * np.abs(p)) if coupled else (g, sg)
+        if "momentum_" + name in case:
+            buf = case["momentum_" + name].astype(np.float64)
+            b, sb = mu * buf + (1 - damp) * ge, mu * np.abs(buf) + sge
+        else:
+            b, sb = ge, sge
+        d, sd = (ge + mu * b, sge + mu * sb) if case["nesterov"] else (b, sb)
+        if not coupled:
+            d, sd = d + wd * p, sd + wd * np.abs(p)
+        out["momentum_" + name] = (b, sb)
+        out[name] = (p - lr * d, np.abs(p) + lr * sd)
+    return out
+
+
+MOMENTUM_OPTIONS = [dict(momentum=0.9), dict(momentum=0.5, nesterov=True),
+                    dict(momentum=0.3, dampening=0.5), dict(momentum=0.9, weight_decay=0.01),
+                    dict(momentum=0.1, nesterov=True, weight_decay=0.05, decay="decoupled"),
+                    dict(momentum=0.0, weight_decay=0.001, decay="decoupled")]
+
+
+@pytest.mark.parametrize("name", ["numpy", "flax"])
+def test_random_momentum_cases(adapter: Start, name: str) -> None:
+    a = adapter(name)
+    declared = a.info["momentum"]
+    shapes = [(1, 1, 1), (3, 2, 5), (17, 8, 3), (64, 64, 64), (5, 1, 9)]
+    tried = 0
+    for i, (n, d, k) in enumerate(shapes):
+        for j, options in enumerate(MOMENTUM_OPTIONS):
+            if (options.get("dampening") and not declared["dampening"] or
+                    options.get("nesterov") and not declared["nesterov"] or
+                    options.get("weight_decay") and
+                    options.get("decay", "coupled") not in declared["weight_decay"]):
+                continue
+            case = with_momentum(make_case(n, d, k, step=i + j, lr=0.01 * (i + 1), seed=i),
+                                 buffer=(i + j) % 3 != 0, seed=j, **options)
+            out = a.result(case)
+            tried += 1
+            for key, (ref, scale) in reference_momentum(case).items():
+                err = np.abs(out[key] - np.ravel(ref))
+                assert np.all(err <= 1e-4 * np.ravel(scale) + 1e-30), (name, options, key, err.max())
+    assert tried >= 4 * len(shapes)
+
+
+@pytest.mark.parametrize("name, momentum", [
+    ("numpy", {"dampening": True, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
+    ("flax", {"dampening": False, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
+])
+def test_declared_momentum(adapter: Start, name: str, momentum: dict[str, Any]) -> None:
+    assert adapter(name).info["momentum"] == momentum
+
+
 @pytest.mark.parametrize("name", ["numpy", "torch", "flax"])
 def test_declared_subnormal_policy_is_what_the_adapter_does(adapter: Start, name: str) -> None:
     """Measured: a subnormal input (x = 2**-130) and a subnormal result (loss = 2**-128)."""
@@ -138,7 +200,12 @@ def probe_cases() -> list[dict[str, Any]]:
     return [near,
             make_case(40, 10, 2, seed=4),                 # rows past 16 and 32, columns past 8
             {**make_case(2, 1, 1, seed=5), "step": 2**24},  # a float32 counter's end
-            {**make_case(2, 1, 1, seed=6), "step": 2**31 - 1}]  # an int32 counter's end
+            {**make_case(2, 1, 1, seed=6), "step": 2**31 - 1},  # an int32 counter's end
+            # Momentum: a buffer, Nesterov and coupled decay; a first step with dampening.
+            with_momentum(make_case(5, 3, 2, seed=7), dampening=0.5, nesterov=True,
+                          weight_decay=0.05),
+            with_momentum(make_case(5, 3, 2, seed=8), dampening=0.5, weight_decay=0.05,
+                          decay="decoupled", buffer=False)]
 
 
 @pytest.mark.parametrize("mutant", MUTANTS)

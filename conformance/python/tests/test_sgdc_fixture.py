@@ -6,6 +6,7 @@ These run the suite's CLI ($SGDC_CLI, else sgd-conformance on PATH) and skip wit
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 import sgdc_adapter
-from fakesuite import numpy_step
+from fakesuite import ALL_MOMENTUM, momentum_step, numpy_step
 from sgdc_adapter.suite import CliNotFound, find_cli
 
 CASES = 20  # per property: enough to catch the broken step, quick on two cores
@@ -184,3 +185,19 @@ def test_the_declared_placement_is_the_rule_the_suite_checks(sgdc: Any) -> None:
     wrong = sgdc.run(output_chunks_step, placement="flat", **declared)
     assert wrong.verdict == "not_conformant", wrong.text
     assert "the flat rule" in wrong.text
+
+
+def test_a_momentum_step_conforms_and_a_momentum_bug_fails(sgdc: Any) -> None:
+    sgdc.check(momentum_step, name="momentum", capabilities=("grads",), momentum=ALL_MOMENTUM,
+               cases=CASES)
+
+    def decoupled_as_coupled(case: sgdc_adapter.Case) -> dict[str, Any]:
+        if case.optimizer is not None and case.optimizer.decay == "decoupled":
+            case.optimizer = dataclasses.replace(case.optimizer, decay="coupled")
+        return momentum_step(case)
+
+    result = sgdc.run(decoupled_as_coupled, name="decay-swapped", capabilities=("grads",),
+                      momentum={"weight_decay": ["decoupled"]}, cases=CASES,
+                      properties=("accuracy",))
+    assert result.verdict == "not_conformant", result.text
+    assert "weight_decay=" in result.text and "(decoupled)" in result.text

@@ -39,6 +39,24 @@ them, so declare honestly:
   then bias, split as numpy.array_split; the suite's default), "output_chunks" (kernel
   and bias split on k as torch.chunk does, FSDP2's Shard(0) of PyTorch's [k, d] weight)
   or "input_chunks" (kernel split on d, bias on k, by the same torch.chunk rule).
+- `momentum`: the step also does SGD with momentum, with the options of a
+  `MomentumSupport(dampening=..., nesterov=..., weight_decay=(...))` or a mapping with
+  those keys: dampening (a dampening other than 0), nesterov, and the weight decay
+  conventions taken, "coupled" and/or "decoupled". Undeclared, every step is plain SGD.
+
+Momentum: with a `momentum` declaration, about half of the suite's cases are momentum
+steps. Such a case has `case.optimizer`, an `Optimizer` (kind "momentum"; momentum,
+dampening and weight_decay numpy float32 scalars; nesterov a bool; decay "coupled" or
+"decoupled"; None for a plain SGD step), and `case.momentum_kernel` [d, k] and
+`case.momentum_bias` [k], the buffer before the step (both None on the optimizer's first
+step: fresh state). With g the gradient and p the parameter (exact arithmetic):
+ge = g + weight_decay*p when coupled, else g; buffer' = ge when fresh (no dampening on
+the first step, as torch.optim.SGD), else momentum*buffer + (1 - dampening)*ge;
+direction = ge + momentum*buffer' with nesterov, else buffer'; p' = p - lr*direction
+(coupled) or p - lr*(direction + weight_decay*p) (decoupled). The gradient reported is
+that of the loss alone. The step returns "momentum_kernel" and "momentum_bias" too,
+the buffer after the step. A momentum step outside the declared options is answered
+with op "error" before `step` sees it.
 
 Batches: a step that is faster on many cases at once (one vectorised or compiled call)
 is served with `serve(step_batch=fn, max_batch=M, ...)` instead of `step`. The suite
@@ -78,23 +96,25 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from ._codec import (CAPABILITIES, F32LE, Arrays, Case, StepOutput, build_result, decode, encode,
-                     parse_case, reference)
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, Arrays, Case, Optimizer, StepOutput,
+                     build_result, decode, encode, parse_case, reference)
 from ._codec import RejectCase as RejectCase
 from ._serve import (COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS, PROTOCOL, Adapter,
-                     BatchOutput, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
-                     counter_declaration, reserve_stdout)
+                     BatchOutput, MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn,
+                     Writer, check_declared, counter_declaration, momentum_declaration,
+                     reserve_stdout)
 
 __all__ = [
-    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS",
-    "PROTOCOL",
-    "SKIPPED", "Adapter", "Arrays", "BatchOutput", "Case", "ProtocolError", "Reader",
-    "RejectCase", "StepBatchFn", "StepFn", "StepOutput", "Writer", "build_result",
-    "counter_declaration", "decode", "encode", "parse_case", "reference", "require",
+    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS", "F32LE",
+    "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "Arrays", "BatchOutput",
+    "Case", "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase",
+    "StepBatchFn", "StepFn", "StepOutput", "Writer", "build_result", "check_declared",
+    "counter_declaration", "decode", "encode", "momentum_declaration", "parse_case",
+    "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",
 ]
 
@@ -124,7 +144,8 @@ def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
           max_batch: int | None = None, name: str, version: str,
           capabilities: Iterable[str] = (), subnormals: str = "ieee",
           unit_roundoff: float = 2**-24, sharded: bool = False, max_shards: int | None = None,
-          counter: tuple[str, str] | None = None, placement: str | None = None) -> NoReturn:
+          counter: tuple[str, str] | None = None, placement: str | None = None,
+          momentum: MomentumSupport | Mapping[str, Any] | None = None) -> NoReturn:
     """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0.
 
     Give `step` (one case at a time) or `step_batch` with `max_batch` (lists of up to
@@ -137,8 +158,8 @@ def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
     ValueError naming it, before anything is read."""
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
             capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
-            sharded=sharded, max_shards=max_shards, counter=counter,
-            placement=placement).serve()
+            sharded=sharded, max_shards=max_shards, counter=counter, placement=placement,
+            momentum=momentum).serve()
 
 
 def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
@@ -147,7 +168,8 @@ def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
                   subnormals: str = "ieee", unit_roundoff: float = 2**-24,
                   sharded: bool = False, max_shards: int | None = None,
                   counter: tuple[str, str] | None = None,
-                  placement: str | None = None) -> None:
+                  placement: str | None = None,
+                  momentum: MomentumSupport | Mapping[str, Any] | None = None) -> None:
     """Serve one conversation on binary streams (`reader`: buffered, with readline and
     readinto; `writer`: write and flush) until "bye" or end of input, then return.
     Touches neither stdout nor the process's state. Raises ProtocolError when the input
@@ -155,4 +177,4 @@ def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
             capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
             sharded=sharded, max_shards=max_shards, counter=counter,
-            placement=placement).serve_streams(reader, writer)
+            placement=placement, momentum=momentum).serve_streams(reader, writer)

@@ -6,17 +6,24 @@ import base64
 import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import numpy as np
 import numpy.typing as npt
 
 F32LE = np.dtype("<f4")  # the protocol's element type (a dtype object: cheaper than "<f4" each time)
 CAPABILITIES = ("grads", "step_counter", "shard_layout")
+# Where the weight decay enters a momentum step: "coupled" (added to the gradient, so it
+# enters the buffer, as torch.optim.SGD does) or "decoupled" (added to the direction).
+DECAY_CONVENTIONS = ("coupled", "decoupled")
+# The step message's fields that only a momentum step carries.
+MOMENTUM_FIELDS = ("momentum", "dampening", "nesterov", "weight_decay", "decay",
+                   "momentum_kernel", "momentum_bias")
 
 Float32Array = npt.NDArray[np.float32]
 # What `step` returns for one case: "loss", "kernel", "bias", and as promised
-# "grad_kernel", "grad_bias", "step", "shards" (see the package docstring).
+# "grad_kernel", "grad_bias", "step", "shards", and for a momentum step
+# "momentum_kernel", "momentum_bias" (see the package docstring).
 StepOutput = Mapping[str, Any]
 # A JSON object as the protocol's messages carry it.
 Message = dict[str, Any]
@@ -28,13 +35,37 @@ class RejectCase(ValueError):
     """Raise from `step` to decline a case; the message goes back as op "error"."""
 
 
+@dataclass(frozen=True)
+class Optimizer:
+    """The optimizer of a momentum step (`Case.optimizer`; None for plain SGD).
+
+    With g the gradient and p the parameter, in exact arithmetic:
+    ge = g + weight_decay*p when `decay` is "coupled", else g; the buffer after the step
+    is ge on the optimizer's first step (fresh state: no dampening), else
+    momentum*buffer + (1 - dampening)*ge; the direction is ge + momentum*buffer' with
+    `nesterov`, else buffer'; p' = p - lr*direction ("coupled") or
+    p - lr*(direction + weight_decay*p) ("decoupled")."""
+
+    kind: Literal["momentum"]
+    momentum: np.float32
+    dampening: np.float32
+    nesterov: bool
+    weight_decay: np.float32
+    decay: Literal["coupled", "decoupled"]
+
+
 @dataclass(eq=False)
 class Case:
     """One decoded step request.
 
     `lr` is a numpy float32 scalar; `kernel` [d, k], `bias` [k], `x` [n, d] and `y` [n, k]
     are writable float32 arrays; `step` is the step counter's value, a Python int (any
-    size the declared counter allows)."""
+    size the declared counter allows).
+
+    `optimizer` is None for plain SGD (p' = p - lr*g), else the momentum step's
+    Optimizer; `momentum_kernel` [d, k] and `momentum_bias` [k] are then the buffer before
+    the step (writable float32 arrays), both None on the optimizer's first step (fresh
+    state)."""
 
     n: int
     d: int
@@ -46,10 +77,23 @@ class Case:
     bias: Float32Array
     x: Float32Array
     y: Float32Array
+    optimizer: Optimizer | None = None
+    momentum_kernel: Float32Array | None = None
+    momentum_bias: Float32Array | None = None
+
+    @property
+    def fresh_state(self) -> bool:
+        """True when the case carries no momentum buffer (plain SGD, or a first step)."""
+        return self.momentum_kernel is None
 
     def __repr__(self) -> str:
+        o = self.optimizer
+        more = "" if o is None else (
+            f", optimizer={o.kind}(momentum={o.momentum!s}, dampening={o.dampening!s}, "
+            f"nesterov={o.nesterov}, weight_decay={o.weight_decay!s}, decay={o.decay}"
+            f"{', fresh' if self.fresh_state else ''})")
         return (f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, "
-                f"step={self.step})")
+                f"step={self.step}{more})")
 
 
 def encode(values: npt.ArrayLike) -> str:
@@ -110,7 +154,7 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
             return decode(msg.get(key), count, key)
         return reference(msg.get(key), count, key, payload)
 
-    return Case(
+    case = Case(
         n=n, d=d, k=k,
         num_shards=int_field(msg, "num_shards", 1),
         step=int_field(msg, "step", 0),
@@ -120,6 +164,37 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
         x=array("x", n * d).reshape(n, d),
         y=array("y", n * k).reshape(n, k),
     )
+    kind = msg.get("optimizer", "sgd")
+    if kind == "sgd":  # plain SGD: a momentum step's fields have no meaning here
+        extra = [key for key in MOMENTUM_FIELDS if key in msg]
+        if extra:
+            raise RejectCase(f"{extra[0]} without \"optimizer\": \"momentum\": only a momentum "
+                             f"step carries it")
+        return case
+    if kind != "momentum":
+        raise RejectCase(f"optimizer: expected \"momentum\" (or \"sgd\"), got {kind!r}")
+    for key in MOMENTUM_FIELDS[:5]:
+        if key not in msg:
+            raise RejectCase(f"{key}: missing; a momentum step carries momentum, dampening, "
+                             f"nesterov, weight_decay and decay")
+    nesterov, decay = msg["nesterov"], msg["decay"]
+    if type(nesterov) is not bool:
+        raise RejectCase(f"nesterov: expected true or false, got {nesterov!r}")
+    if decay not in DECAY_CONVENTIONS:
+        raise RejectCase(f"decay: expected \"coupled\" or \"decoupled\", got {decay!r}")
+    case.optimizer = Optimizer(kind="momentum", momentum=array("momentum", 1)[0],
+                               dampening=array("dampening", 1)[0], nesterov=nesterov,
+                               weight_decay=array("weight_decay", 1)[0], decay=decay)
+    has_kernel, has_bias = "momentum_kernel" in msg, "momentum_bias" in msg
+    if has_kernel != has_bias:
+        present, absent = (("momentum_kernel", "momentum_bias") if has_kernel else
+                           ("momentum_bias", "momentum_kernel"))
+        raise RejectCase(f"{present} without {absent}: the buffer before the step has both "
+                         f"(neither on the optimizer's first step)")
+    if has_kernel:
+        case.momentum_kernel = array("momentum_kernel", d * k).reshape(d, k)
+        case.momentum_bias = array("momentum_bias", k)
+    return case
 
 
 class Arrays:
@@ -148,9 +223,10 @@ class Arrays:
         return self.parts
 
 
-def _array_out(out: StepOutput, key: str, shape: tuple[int, ...], arrays: Arrays) -> ArrayField:
+def _array_out(out: StepOutput, key: str, shape: tuple[int, ...], arrays: Arrays,
+               why: str = "") -> ArrayField:
     if key not in out:
-        raise TypeError(f"step() result lacks {key!r}")
+        raise TypeError(f"step() result lacks {key!r}{why}")
     arr = np.asarray(out[key])
     size = math.prod(shape)
     if arr.size != size or (arr.ndim > 1 and arr.shape != shape):
@@ -173,7 +249,9 @@ def _step_out(s: object) -> int:
 def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
                  arrays: Arrays | None = None) -> Message:
     """Check `step`'s output against the case and the promised capabilities; encode it,
-    arrays in base64 or through `arrays` (an Arrays writer)."""
+    arrays in base64 or through `arrays` (an Arrays writer). A momentum step's output
+    must have "momentum_kernel" and "momentum_bias", the buffer after the step; a plain
+    step's are not sent."""
     if not isinstance(out, Mapping):
         raise TypeError(f"step() must return a dict, got {type(out).__name__}")
     arrays = arrays or Arrays()
@@ -193,4 +271,8 @@ def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
         if not isinstance(shards, (list, tuple)):
             raise TypeError("step() result 'shards' must be a list")
         res["shards"] = [{"kernel": int(s["kernel"]), "bias": int(s["bias"])} for s in shards]
+    if case.optimizer is not None:
+        why = ", which a momentum step returns (the buffer after the step)"
+        res["momentum_kernel"] = _array_out(out, "momentum_kernel", (case.d, case.k), arrays, why)
+        res["momentum_bias"] = _array_out(out, "momentum_bias", (case.k,), arrays, why)
     return res

@@ -8,11 +8,12 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, TypeGuard, Union, cast
 
-from ._codec import (CAPABILITIES, Arrays, Case, Float32Array, Message, RejectCase, StepOutput,
-                     build_result, parse_case)
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, Arrays, Case, Float32Array, Message,
+                     RejectCase, StepOutput, build_result, parse_case)
 
 PROTOCOL = 1
 # Cases the suite may send before reading the first answer: messages are read and
@@ -119,6 +120,75 @@ def counter_declaration(counter: object) -> dict[str, str]:
     return {"dtype": str(dtype), "at_end": str(at_end)}
 
 
+@dataclass(frozen=True)
+class MomentumSupport:
+    """The `momentum` declaration: the step does SGD with momentum, with these options.
+
+    `dampening`: it takes a dampening other than 0; `nesterov`: it takes Nesterov
+    momentum; `weight_decay`: the decay conventions it takes ("coupled", "decoupled"),
+    none when it takes no weight decay. The suite draws momentum steps only within them,
+    and the kit rejects a step outside them (op "error") before the step function sees it."""
+
+    dampening: bool = False
+    nesterov: bool = False
+    weight_decay: tuple[str, ...] = ()
+
+
+def momentum_declaration(momentum: object) -> MomentumSupport:
+    """The MomentumSupport of `momentum` (a MomentumSupport, or a mapping with its keys
+    "dampening", "nesterov", "weight_decay", each optional); ValueError naming the bad
+    value otherwise. The conventions come back in the order coupled, decoupled."""
+    if isinstance(momentum, MomentumSupport):
+        fields: Mapping[str, Any] = {"dampening": momentum.dampening,
+                                     "nesterov": momentum.nesterov,
+                                     "weight_decay": momentum.weight_decay}
+    elif isinstance(momentum, Mapping):
+        unknown = [key for key in momentum if key not in ("dampening", "nesterov", "weight_decay")]
+        if unknown:
+            raise ValueError(f"momentum: unknown key {unknown[0]!r}; the keys are dampening, "
+                             f"nesterov, weight_decay")
+        fields = momentum
+    else:
+        raise ValueError(f"momentum must be a MomentumSupport or a mapping with keys dampening, "
+                         f"nesterov, weight_decay; got {momentum!r}")
+    for key in ("dampening", "nesterov"):
+        if type(fields.get(key, False)) is not bool:
+            raise ValueError(f"momentum {key} must be True or False, got {fields[key]!r}")
+    decays = fields.get("weight_decay", ())
+    if isinstance(decays, (str, bytes)) or not isinstance(decays, Iterable):
+        raise ValueError(f"momentum weight_decay must be a collection of conventions, e.g. "
+                         f"('coupled', 'decoupled'); got {decays!r}")
+    decays = list(decays)
+    for decay in decays:
+        if decay not in DECAY_CONVENTIONS:
+            raise ValueError(f"momentum weight_decay convention {decay!r} is not 'coupled' or "
+                             f"'decoupled'")
+        if decays.count(decay) > 1:
+            raise ValueError(f"momentum weight_decay lists {decay!r} twice")
+    return MomentumSupport(dampening=fields.get("dampening", False),
+                           nesterov=fields.get("nesterov", False),
+                           weight_decay=tuple(d for d in DECAY_CONVENTIONS if d in decays))
+
+
+def check_declared(case: Case, momentum: MomentumSupport | None) -> None:
+    """RejectCase naming the field when `case` asks for an optimizer option outside the
+    declaration `momentum` (None: plain SGD only)."""
+    o = case.optimizer
+    if o is None:
+        return
+    if momentum is None:
+        raise RejectCase("optimizer: a momentum step, but this adapter declared no momentum")
+    if o.dampening != 0 and not momentum.dampening:
+        raise RejectCase(f"dampening: {o.dampening!s}, but this adapter declared no dampening")
+    if o.nesterov and not momentum.nesterov:
+        raise RejectCase("nesterov: true, but this adapter declared no Nesterov momentum")
+    if o.weight_decay != 0 and o.decay not in momentum.weight_decay:
+        declared = (f"only {', '.join(momentum.weight_decay)}" if momentum.weight_decay
+                    else "no weight decay")
+        raise RejectCase(f"decay: weight_decay {o.weight_decay!s} {o.decay}, but this adapter "
+                         f"declared {declared}")
+
+
 def _is_int(v: object) -> TypeGuard[int]:
     return type(v) is int  # JSON integers; bool is not one
 
@@ -134,7 +204,8 @@ class Adapter:
                  unit_roundoff: float = 2**-24, sharded: bool = False,
                  max_shards: int | None = None,
                  counter: tuple[str, str] | None = None,
-                 placement: str | None = None) -> None:
+                 placement: str | None = None,
+                 momentum: MomentumSupport | Mapping[str, Any] | None = None) -> None:
         if (step is None) == (step_batch is None):
             raise ValueError("give exactly one of step (one case at a time) and step_batch "
                              "(a list of cases)")
@@ -181,6 +252,11 @@ class Adapter:
                 raise ValueError(f"placement {placement!r} is declared without the "
                                  f"'shard_layout' capability")
             self.hello["placement"] = placement
+        self.momentum = None if momentum is None else momentum_declaration(momentum)
+        if self.momentum is not None:
+            self.hello["momentum"] = {"dampening": self.momentum.dampening,
+                                      "nesterov": self.momentum.nesterov,
+                                      "weight_decay": list(self.momentum.weight_decay)}
         self.step = step
         self.step_batch = step_batch
         self.max_batch: int = max_batch if step_batch is not None and max_batch is not None else 1
@@ -300,7 +376,7 @@ class _Conversation:
             return
         if size == 1 and not self.pending:  # the common case, a batch of one: no lists
             try:
-                case = parse_case(msg, payload)
+                case = self._parse(msg, payload)
             except RejectCase as e:
                 self.out.send({"op": "error", "id": mid, "message": str(e)})
                 return
@@ -316,13 +392,18 @@ class _Conversation:
                            f"earlier cases: a batch starts at batch_index 0"})
             return
         try:
-            entry: Case | str = parse_case(msg, payload)
+            entry: Case | str = self._parse(msg, payload)
         except RejectCase as e:
             entry = str(e)
         self.pending.append((mid, entry))
         self.batch_size = size
         if index == size - 1:
             self._answer_batch()
+
+    def _parse(self, msg: Message, payload: bytearray | None) -> Case:
+        case = parse_case(msg, payload)
+        check_declared(case, self.adapter.momentum)
+        return case
 
     def _break_off(self, reason: str, quiet: bool = False) -> None:
         """Answer the cases of an unfinished batch with op "error": `reason` tells why."""

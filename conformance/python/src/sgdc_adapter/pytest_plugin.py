@@ -16,11 +16,12 @@ judging it. Both return a `SuiteResult` (verdict, JSON report, text report).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pytest
 
-from ._serve import Adapter, StepBatchFn, StepFn
+from ._serve import Adapter, MomentumSupport, StepBatchFn, StepFn
 from .suite import CliNotFound, SuiteResult, failure_message, find_cli, run_suite
 
 
@@ -33,7 +34,9 @@ class Sgdc:
             capabilities: Iterable[str] = (), subnormals: str = "ieee",
             unit_roundoff: float = 2**-24, sharded: bool = False,
             max_shards: int | None = None, counter: tuple[str, str] | None = None,
-            placement: str | None = None, cases: int | None = None, seed: int | None = None,
+            placement: str | None = None,
+            momentum: MomentumSupport | Mapping[str, Any] | None = None,
+            cases: int | None = None, seed: int | None = None,
             properties: Sequence[str] = (), case: int | None = None,
             case_timeout: float | None = None, extra_args: Sequence[str] = (),
             timeout: float = 600.0) -> SuiteResult:
@@ -44,7 +47,7 @@ class Sgdc:
                           name=name or str(getattr(fn, "__name__", "pytest-step")), version=version,
                           capabilities=capabilities, subnormals=subnormals,
                           unit_roundoff=unit_roundoff, sharded=sharded, max_shards=max_shards,
-                          counter=counter, placement=placement)
+                          counter=counter, placement=placement, momentum=momentum)
         try:
             cli = find_cli()
         except CliNotFound as e:
@@ -60,7 +63,9 @@ class Sgdc:
               capabilities: Iterable[str] = (), subnormals: str = "ieee",
               unit_roundoff: float = 2**-24, sharded: bool = False,
               max_shards: int | None = None, counter: tuple[str, str] | None = None,
-              placement: str | None = None, cases: int | None = None, seed: int | None = None,
+              placement: str | None = None,
+              momentum: MomentumSupport | Mapping[str, Any] | None = None,
+              cases: int | None = None, seed: int | None = None,
               properties: Sequence[str] = (), case: int | None = None,
               case_timeout: float | None = None, extra_args: Sequence[str] = (),
               timeout: float = 600.0) -> SuiteResult:
@@ -68,7 +73,8 @@ class Sgdc:
         result = self.run(step, step_batch=step_batch, max_batch=max_batch, name=name,
                           version=version, capabilities=capabilities, subnormals=subnormals,
                           unit_roundoff=unit_roundoff, sharded=sharded, max_shards=max_shards,
-                          counter=counter, placement=placement, cases=cases, seed=seed,
+                          counter=counter, placement=placement, momentum=momentum, cases=cases,
+                          seed=seed,
                           properties=properties, case=case, case_timeout=case_timeout,
                           extra_args=extra_args, timeout=timeout)
         what = name or str(getattr(step if step is not None else step_batch, "__name__", "the step"))
