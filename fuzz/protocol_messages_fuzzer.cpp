@@ -3,8 +3,9 @@
 // sanitizer report, another exception type escaping) is a finding.
 //
 // Input layout: byte 0 picks the decoder, byte 1 the case shape (n, d, k in 1..4),
-// byte 2 the promised capabilities; the rest is the message text (for a binary answer:
-// the line, '\n', then the payload).
+// byte 2 the promised capabilities (bits 0-2) and whether the case is a momentum step
+// (bit 3: its answer carries the buffer); the rest is the message text (for a binary
+// answer: the line, '\n', then the payload).
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -15,7 +16,7 @@
 
 namespace {
 
-sgdc::reference::Case case_of_shape(std::uint8_t shape) {
+sgdc::reference::Case case_of_shape(std::uint8_t shape, bool momentum) {
   sgdc::reference::Case c;
   c.n = 1 + (shape & 3);
   c.d = 1 + ((shape >> 2) & 3);
@@ -25,6 +26,12 @@ sgdc::reference::Case case_of_shape(std::uint8_t shape) {
   c.x.assign(static_cast<std::size_t>(c.n * c.d), 1.0f);
   c.y.assign(static_cast<std::size_t>(c.n * c.k), 1.0f);
   c.lr = 0.25f;
+  if (momentum) {
+    c.optimizer.kind = sgdc::reference::Optimizer::Kind::momentum;
+    c.optimizer.momentum = 0.5f;
+    c.momentum_kernel = c.kernel;
+    c.momentum_bias = c.bias;
+  }
   return c;
 }
 
@@ -41,8 +48,10 @@ sgdc::properties::Capabilities capabilities_of(std::uint8_t bits) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   sgdc::fuzz::FuzzInput in(data, size);
   const std::uint8_t which = in.byte();
-  const sgdc::reference::Case c = case_of_shape(in.byte());
-  const sgdc::properties::Capabilities promised = capabilities_of(in.byte());
+  const std::uint8_t shape = in.byte();
+  const std::uint8_t outputs = in.byte();
+  const sgdc::reference::Case c = case_of_shape(shape, (outputs & 8) != 0);
+  const sgdc::properties::Capabilities promised = capabilities_of(outputs);
   const std::string_view text = in.rest();
   try {
     switch (which % 4) {

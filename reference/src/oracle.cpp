@@ -88,7 +88,10 @@ Poison find_poison(const Case& c) {
                 momentum ? &o.momentum_kernel[e] : nullptr);
     }
   }
-  p.any = loss || lr;
+  // Some input is non-finite (the early return above): the outputs are computed with it
+  // read as zero, even when it reaches no output through the loss or lr (a momentum
+  // buffer's element reaches only its own parameter and buffer).
+  p.any = true;
   return p;
 }
 

@@ -152,6 +152,11 @@ const json& required(const json& j, const char* key, const char* capability) {
   return *it;
 }
 
+// The largest shards count the suite reads: more elements than any answer can carry (a
+// result's arrays fit in a 256 MiB payload), and small enough that the placement check's
+// sums over the shards cannot overflow.
+constexpr std::int64_t max_shard_count = std::numeric_limits<std::int32_t>::max();
+
 std::vector<reference::ShardPart> shards(const json& v) {
   if (!v.is_array()) bad(fmt::format("shards is not a list: {}", show(v)));
   std::vector<reference::ShardPart> out;
@@ -162,6 +167,10 @@ std::vector<reference::ShardPart> shards(const json& v) {
     auto count = [&](const char* key) -> std::optional<std::int64_t> {
       const auto it = s.find(key);
       if (it == s.end()) return std::nullopt;
+      if (it->is_number_unsigned() &&
+          it->get<std::uint64_t>() > static_cast<std::uint64_t>(max_shard_count))
+        bad(fmt::format("shards[{}].{} is {}, more than the largest count, 2^31 - 1", i, key,
+                        show(*it)));
       const auto value = as_int64(*it);
       if (!value || *value < 0)
         bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key, show(*it)));
@@ -181,13 +190,16 @@ std::vector<reference::ShardPart> shards(const json& v) {
   return out;
 }
 
-// The optional field `key`, a positive integer (1 when absent), capped at 2^20.
+// The optional field `key`, a positive integer (1 when absent), capped at 2^20: an
+// integer beyond int64 counts as 2^20 too.
 int positive_count(const json& j, const char* key) {
+  constexpr int cap = 1 << 20;
   const auto m = j.find(key);
   if (m == j.end()) return 1;
+  if (m->is_number_unsigned() && m->get<std::uint64_t>() > std::uint64_t{cap}) return cap;
   const auto value = as_int64(*m);
   if (!value || *value < 1) bad(fmt::format("{} is not a positive integer: {}", key, show(*m)));
-  return static_cast<int>(std::min<std::int64_t>(*value, 1 << 20));
+  return static_cast<int>(std::min<std::int64_t>(*value, cap));
 }
 
 // The hello reply's "counter": {"dtype": ..., "at_end": "wrap" | "saturate"}.
@@ -404,10 +416,12 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
     d.capabilities.sharded = s->get<bool>();
   }
   if (const auto m = j.find("max_shards"); m != j.end()) {
-    if (!m->is_number_integer() || m->get<std::int64_t>() < 1 ||
-        m->get<std::int64_t>() > std::numeric_limits<int>::max())
-      bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
-    d.capabilities.max_shards = m->get<int>();
+    if (m->is_number_unsigned() &&
+        m->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+      bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", show(*m)));
+    const auto value = as_int64(*m);
+    if (!value || *value < 1) bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
+    d.capabilities.max_shards = static_cast<int>(*value);
   }
   ArrayEncoding arrays = ArrayEncoding::base64;
   if (const auto a = j.find("array_encoding"); a != j.end()) {
@@ -569,8 +583,12 @@ Frame encode_result(std::int64_t id, const reference::StepResult& r, ArrayEncodi
   if (r.step) j["step"] = *r.step;
   if (r.shards) {
     ojson list = ojson::array();
-    for (const reference::ShardPart& s : *r.shards)
-      list.push_back({{"kernel", s.kernel}, {"bias", s.bias}});
+    for (const reference::ShardPart& s : *r.shards) {
+      ojson part = {{"kernel", s.kernel}, {"bias", s.bias}};
+      if (s.state_kernel) part["state_kernel"] = *s.state_kernel;
+      if (s.state_bias) part["state_bias"] = *s.state_bias;
+      list.push_back(std::move(part));
+    }
     j["shards"] = std::move(list);
   }
   return std::move(write).frame(std::move(j));

@@ -109,8 +109,14 @@ Fixture derive_fixture(std::string name, std::string description, const referenc
 }
 
 void verify_against_oracle(const Fixture& f, const std::string& file) {
-  const Fixture oracle =
-      derive_fixture(f.name, f.description, f.inputs, f.provenance, f.arithmetic);
+  Fixture oracle;
+  try {
+    oracle = derive_fixture(f.name, f.description, f.inputs, f.provenance, f.arithmetic);
+  } catch (const std::invalid_argument& e) {
+    // Inputs the oracle refuses (Case::validate), or a bound JSON cannot hold: the file is
+    // unusable, and the error names it.
+    throw FixtureError(FixtureError::Kind::malformed, file, "inputs", e.what());
+  }
   for (reference::Output o : reference::all_outputs)
     compare_output(f.outputs[o], oracle.outputs[o], file, std::string("outputs.") + to_string(o));
   if (f.step != oracle.step)

@@ -186,6 +186,12 @@ reference::Optimizer optimizer(const Reader& r, const Json& j) {
     r.shape(a["shape"], path + ".shape", {}, "a scalar");
     std::vector<float> v = r.floats(a["float32"], path + ".float32", 1);
     r.decimals(a["decimal"], path + ".decimal", v);
+    // docs/spec/step.md: each hyperparameter is 0 or a normal float32.
+    if (const int kind = std::fpclassify(v[0]); kind != FP_ZERO && kind != FP_NORMAL)
+      r.fail(path + ".float32",
+             fmt::format("{} is {}; a hyperparameter is 0 or a normal float32",
+                         reference::describe(v[0]),
+                         kind == FP_SUBNORMAL ? "subnormal" : "not finite"));
     return v[0];
   };
   out.momentum = scalar("momentum");
@@ -333,7 +339,8 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
                               reference::dimension_names(a.extent));
   }
   if (in.contains("momentum_kernel") != in.contains("momentum_bias"))
-    r.fail("inputs.momentum_bias", "momentum_kernel and momentum_bias come together");
+    r.fail(in.contains("momentum_kernel") ? "inputs.momentum_bias" : "inputs.momentum_kernel",
+           "required field is missing: momentum_kernel and momentum_bias come together");
 
   std::vector<std::string> output_keys;
   for (const reference::OutputInfo& o : reference::output_table)

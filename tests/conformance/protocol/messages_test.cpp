@@ -1,4 +1,6 @@
 #include "sgdc/conformance/protocol/messages.hpp"
+#include "sgdc/properties/sharding/placement.hpp"
+#include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/worked_example.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +10,7 @@
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sgdc::conformance::protocol {
@@ -470,6 +473,389 @@ TEST(Messages, HelloComputeFormat) {
     expect_hello_error(head + R"("compute_format":)" + field + "}", needle);
   expect_hello_error(head + R"("compute_format":"tf32","unit_roundoff":5.960464477539063e-08})",
                      "below compute_format tf32's own unit roundoff 2^-11");
+}
+
+// --- protocol 1.2 to 1.6: max_shards, max_batch, placement, counter, momentum ---
+
+// The minimal hello reply, with `fields` (",..." or "") before its closing brace.
+std::string hello_with(const std::string& fields) {
+  return R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])" + fields +
+         "}";
+}
+
+TEST(Messages, HelloMaxShards) {
+  EXPECT_EQ(decode_hello(hello_with("")).capabilities.max_shards, 0) << "no limit";
+  EXPECT_EQ(decode_hello(hello_with(R"(,"max_shards":1)")).capabilities.max_shards, 1);
+  EXPECT_EQ(decode_hello(hello_with(R"(,"max_shards":8)")).capabilities.max_shards, 8);
+  EXPECT_EQ(decode_hello(hello_with(R"(,"max_shards":2147483647)")).capabilities.max_shards,
+            2147483647);
+  for (const std::string bad : {"0", "-1", "2.5", "8.0", "\"8\"", "true", "null", "[8]"}) {
+    expect_hello_error(hello_with(R"(,"max_shards":)" + bad),
+                       "max_shards is not a positive integer: " + bad);
+  }
+  for (const std::string big : {"2147483648", "9223372036854775807", "18446744073709551615"}) {
+    expect_hello_error(hello_with(R"(,"max_shards":)" + big),
+                       "max_shards is " + big + ", more than the largest, 2^31 - 1");
+  }
+}
+
+TEST(Messages, HelloMaxBatch) {
+  EXPECT_EQ(decode_hello_reply(hello_with(""), false).max_batch, 1);
+  EXPECT_EQ(decode_hello_reply(hello_with(R"(,"max_batch":1)"), false).max_batch, 1);
+  EXPECT_EQ(decode_hello_reply(hello_with(R"(,"max_batch":4)"), false).max_batch, 4);
+  // Values above 2^20 count as 2^20, however large.
+  for (const std::string big :
+       {"1048576", "1048577", "2147483648", "9223372036854775807", "18446744073709551615"}) {
+    EXPECT_EQ(decode_hello_reply(hello_with(R"(,"max_batch":)" + big), false).max_batch, 1 << 20)
+        << big;
+    EXPECT_EQ(decode_hello_reply(hello_with(R"(,"max_in_flight":)" + big), false).max_in_flight,
+              1 << 20)
+        << big;
+  }
+  for (const std::string bad :
+       {"0", "-1", "-9223372036854775808", "2.5", "4.0", "\"4\"", "false", "null", "{}"}) {
+    expect_hello_error(hello_with(R"(,"max_batch":)" + bad),
+                       "max_batch is not a positive integer: " + bad);
+  }
+  expect_hello_error(hello_with(R"(,"max_batch":1e3)"), "max_batch is not a positive integer: 1000.0");
+  // Each field is read for itself: a bad max_batch is not blamed on max_in_flight.
+  expect_hello_error(hello_with(R"(,"max_in_flight":8,"max_batch":0)"),
+                     "max_batch is not a positive integer: 0");
+}
+
+TEST(Messages, HelloPlacement) {
+  namespace sharding = properties::sharding;
+  EXPECT_EQ(decode_hello(hello_with("")).capabilities.placement, sharding::PlacementRule::flat);
+  for (const auto rule : {sharding::PlacementRule::flat, sharding::PlacementRule::output_chunks,
+                          sharding::PlacementRule::input_chunks}) {
+    const std::string name = sharding::to_string(rule);
+    EXPECT_EQ(decode_hello(hello_with(R"(,"placement":")" + name + "\"")).capabilities.placement,
+              rule)
+        << name;
+  }
+  for (const std::string bad :
+       {R"("rows")", R"("")", R"("Flat")", R"(" flat")", "1", "null", "true", R"(["flat"])",
+        R"({"rule":"flat"})"}) {
+    expect_hello_error(
+        hello_with(R"(,"placement":)" + bad),
+        "placement is " + bad + R"(, expected "flat", "output_chunks" or "input_chunks")");
+  }
+}
+
+TEST(Messages, HelloCounter) {
+  using reference::CounterEnd;
+  using reference::CounterType;
+  const properties::Declaration plain = decode_hello(hello_with(""));
+  EXPECT_EQ(plain.counter.type, CounterType::int64);
+  EXPECT_EQ(plain.counter.at_end, CounterEnd::untested);
+  // Every type with every end it can have; unknown keys inside are ignored.
+  for (const auto type : {CounterType::int32, CounterType::uint32, CounterType::int64,
+                          CounterType::float32, CounterType::float64}) {
+    const bool is_float = type == CounterType::float32 || type == CounterType::float64;
+    for (const auto end : {CounterEnd::wrap, CounterEnd::saturate}) {
+      const std::string reply = hello_with(R"(,"counter":{"dtype":")" +
+                                           std::string(to_string(type)) + R"(","at_end":")" +
+                                           to_string(end) + R"(","bits":64})");
+      if (is_float && end == CounterEnd::wrap) {
+        expect_hello_error(reply, std::string(R"(counter.at_end is "wrap" for a )") +
+                                      to_string(type) + " counter, which can only saturate");
+        continue;
+      }
+      const properties::Declaration d = decode_hello(reply);
+      EXPECT_EQ(d.counter.type, type) << reply;
+      EXPECT_EQ(d.counter.at_end, end) << reply;
+    }
+  }
+  const std::string shape = R"(counter is not an object {"dtype":..,"at_end":..}: )";
+  for (const std::string bad : {R"("int64")", "null", "64", "[]", R"(["int64","wrap"])"})
+    expect_hello_error(hello_with(R"(,"counter":)" + bad), shape + bad);
+  const std::string types = R"(expected "int32", "uint32", "int64", "float32" or "float64")";
+  expect_hello_error(hello_with(R"(,"counter":{"at_end":"wrap"})"),
+                     "counter.dtype is missing, " + types);
+  expect_hello_error(hello_with(R"(,"counter":{})"), "counter.dtype is missing, " + types);
+  for (const std::string bad : {R"("int16")", R"("INT64")", R"("")", "64", "null", R"(["int64"])"})
+    expect_hello_error(hello_with(R"(,"counter":{"dtype":)" + bad + R"(,"at_end":"wrap"})"),
+                       "counter.dtype is " + bad + ", " + types);
+  const std::string ends = R"(expected "wrap" or "saturate")";
+  expect_hello_error(hello_with(R"(,"counter":{"dtype":"int32"})"),
+                     "counter.at_end is missing, " + ends);
+  // "untested" names the suite's own default; an adapter declares what its counter does.
+  for (const std::string bad : {R"("untested")", R"("clamp")", R"("Wrap")", "true", "null", "0"})
+    expect_hello_error(hello_with(R"(,"counter":{"dtype":"int32","at_end":)" + bad + "}"),
+                       "counter.at_end is " + bad + ", " + ends);
+}
+
+TEST(Messages, HelloMomentum) {
+  EXPECT_FALSE(decode_hello(hello_with("")).capabilities.momentum.has_value()) << "plain SGD";
+  // Each key may be left out: false, false, no weight decay.
+  const auto none = decode_hello(hello_with(R"(,"momentum":{})")).capabilities.momentum;
+  ASSERT_TRUE(none.has_value());
+  EXPECT_FALSE(none->dampening || none->nesterov || none->coupled_decay || none->decoupled_decay);
+  const auto all =
+      decode_hello(hello_with(R"(,"momentum":{"dampening":true,"nesterov":true,)"
+                              R"("weight_decay":["decoupled","coupled"],"lars":true})"))
+          .capabilities.momentum;
+  ASSERT_TRUE(all.has_value());
+  EXPECT_TRUE(all->dampening && all->nesterov && all->coupled_decay && all->decoupled_decay);
+  const auto some = decode_hello(hello_with(R"(,"momentum":{"dampening":false,"nesterov":true,)"
+                                            R"("weight_decay":["coupled","coupled"]})"))
+                        .capabilities.momentum;
+  ASSERT_TRUE(some.has_value());
+  EXPECT_FALSE(some->dampening || some->decoupled_decay);
+  EXPECT_TRUE(some->nesterov && some->coupled_decay);
+  const auto empty_list =
+      decode_hello(hello_with(R"(,"momentum":{"weight_decay":[]})")).capabilities.momentum;
+  ASSERT_TRUE(empty_list.has_value());
+  EXPECT_FALSE(empty_list->coupled_decay || empty_list->decoupled_decay);
+
+  for (const std::string bad : {"true", "false", "null", R"("sgd")", "0.9", "[]"})
+    expect_hello_error(hello_with(R"(,"momentum":)" + bad), "momentum is not an object: " + bad);
+  for (const std::string key : {"dampening", "nesterov"}) {
+    for (const std::string bad : {R"("yes")", "1", "0", "null", "[]"})
+      expect_hello_error(hello_with(R"(,"momentum":{")" + key + R"(":)" + bad + "}"),
+                         "momentum." + key + " is not true or false: " + bad);
+  }
+  for (const std::string bad : {R"("coupled")", "true", "null", R"({"coupled":true})"})
+    expect_hello_error(hello_with(R"(,"momentum":{"weight_decay":)" + bad + "}"),
+                       "momentum.weight_decay is not a list: " + bad);
+  for (const std::string bad : {R"("l2")", R"("Coupled")", R"("")", "1", "null", R"(["coupled"])"})
+    expect_hello_error(hello_with(R"(,"momentum":{"weight_decay":["coupled",)" + bad + "]}"),
+                       "momentum.weight_decay lists " + bad +
+                           R"(, expected "coupled" or "decoupled")");
+}
+
+TEST(Messages, HelloReplyEncodesEveryDeclarationBack) {
+  properties::Declaration d;
+  d.name = "x";
+  d.version = "1";
+  d.capabilities = all_capabilities();
+  d.capabilities.max_shards = 4;
+  d.capabilities.placement = properties::sharding::PlacementRule::input_chunks;
+  d.counter = {reference::CounterType::uint32, reference::CounterEnd::saturate};
+  d.capabilities.momentum = properties::MomentumSupport{.nesterov = true, .decoupled_decay = true};
+  const properties::Declaration back = decode_hello(encode_hello_reply(d));
+  EXPECT_EQ(back.capabilities.max_shards, 4);
+  EXPECT_EQ(back.capabilities.placement, properties::sharding::PlacementRule::input_chunks);
+  EXPECT_EQ(back.counter.type, reference::CounterType::uint32);
+  EXPECT_EQ(back.counter.at_end, reference::CounterEnd::saturate);
+  ASSERT_TRUE(back.capabilities.momentum.has_value());
+  EXPECT_TRUE(back.capabilities.momentum->nesterov && back.capabilities.momentum->decoupled_decay);
+  EXPECT_FALSE(back.capabilities.momentum->dampening ||
+               back.capabilities.momentum->coupled_decay);
+}
+
+// The worked example as a momentum step (the spec's step-momentum example).
+reference::Case momentum_case() {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.optimizer.momentum = 0.5f;
+  c.optimizer.nesterov = true;
+  c.optimizer.weight_decay = 0.25f;
+  c.momentum_kernel = {1.0f};
+  c.momentum_bias = {2.0f};
+  return c;
+}
+
+// An answer to the momentum case: loss, kernel and bias, then `buffer`.
+std::string momentum_answer(const std::string& buffer) {
+  return answer("7", R"("loss":"AAAgQA==","kernel":"AAAAPw==","bias":"mpmZvg==")" + buffer);
+}
+
+// The buffer of a momentum answer: 4 (0x40800000) for the kernel, -0.5 for the bias.
+const std::string momentum_buffer = R"(,"momentum_kernel":"AACAQA==","momentum_bias":"AAAAvw==")";
+
+TEST(Messages, MomentumResultDecodes) {
+  const properties::StepOutcome out =
+      decode_answer(momentum_answer(momentum_buffer), 7, momentum_case(), {});
+  ASSERT_TRUE(out.result.has_value());
+  EXPECT_EQ(out.result->momentum_kernel, std::vector<float>{4.0f});
+  EXPECT_EQ(out.result->momentum_bias, std::vector<float>{-0.5f});
+  // In fresh state (no buffer sent) the answer still carries the buffer after the step.
+  reference::Case fresh = momentum_case();
+  fresh.momentum_kernel.clear();
+  fresh.momentum_bias.clear();
+  EXPECT_EQ(decode_answer(momentum_answer(momentum_buffer), 7, fresh, {}).result->momentum_bias,
+            std::vector<float>{-0.5f});
+  // A plain SGD step has no buffer: one in its answer is ignored, like an unknown field.
+  const properties::StepOutcome plain = decode_answer(
+      momentum_answer(R"(,"momentum_kernel":[1],"momentum_bias":"!")"), 7,
+      reference::worked_example(), {});
+  ASSERT_TRUE(plain.result.has_value());
+  EXPECT_TRUE(plain.result->momentum_kernel.empty());
+  EXPECT_TRUE(plain.result->momentum_bias.empty());
+  // Encoded again, the buffer decodes again.
+  EXPECT_EQ(decode_answer(encode_result(7, *out.result), 7, momentum_case(), {})
+                .result->momentum_kernel,
+            std::vector<float>{4.0f});
+}
+
+TEST(Messages, MomentumResultRejections) {
+  const reference::Case c = momentum_case();
+  const auto expect = [&](const std::string& buffer, const std::string& needle) {
+    expect_protocol_error(momentum_answer(buffer), needle, {}, c);
+  };
+  expect("", "answer lacks momentum_kernel, which a step with momentum returns");
+  expect(R"(,"momentum_kernel":"AACAQA==")",
+         "answer lacks momentum_bias, which a step with momentum returns");
+  expect(R"(,"momentum_bias":"AAAAvw==")", "answer lacks momentum_kernel");
+  for (const auto& [key, other] : {std::pair<std::string, std::string>{
+                                       "momentum_kernel", R"("momentum_bias":"AAAAvw==")"},
+                                   {"momentum_bias", R"("momentum_kernel":"AACAQA==")"}}) {
+    const auto with = [&](const std::string& value) {
+      return ",\"" + key + "\":" + value + "," + other;
+    };
+    expect(with(R"("AACAQAAAgEA=")"), key + " has 2 values, expected 1");
+    expect(with(R"("")"), key + " has 0 values, expected 1");
+    expect(with("[4.0]"), key + " is not a base64 string: [4.0]");
+    expect(with("4.0"), key + " is not a base64 string: 4.0");
+    expect(with("null"), key + " is not a base64 string: null");
+    expect(with(R"({"offset":0,"count":1})"), key + " is not a base64 string");
+    // NaN as text is not base64 (NaN's bits are, e.g. "AADAfw=="); a bare NaN is not JSON.
+    expect(with(R"("NaN")"), key + " is not valid base64");
+    expect(with(R"("nan=")"), key + " is not valid base64");
+    expect(with("NaN"), "answer is not JSON");
+    expect(with(R"("AACAQA=")"), key + " is not valid base64");
+  }
+  // Every bit pattern is a value, NaN included.
+  const properties::StepOutcome nan = decode_answer(
+      momentum_answer(R"(,"momentum_kernel":"AADAfw==","momentum_bias":"AAAAvw==")"), 7, c, {});
+  ASSERT_TRUE(nan.result.has_value());
+  EXPECT_EQ(bits(nan.result->momentum_kernel.at(0)), 0x7FC00000u);
+}
+
+TEST(Messages, BinaryMomentumResult) {
+  const reference::Case c = momentum_case();
+  const std::string head =
+      R"({"op":"result","id":7,"loss":{"offset":0,"count":1},"kernel":{"offset":4,"count":1},)"
+      R"("bias":{"offset":8,"count":1},)";
+  const std::string payload = le_bytes({2.5f, 0.5f, -0.3f, 4.0f, -0.5f});
+  const std::string good = head +
+                           R"("momentum_kernel":{"offset":12,"count":1},)"
+                           R"("momentum_bias":{"offset":16,"count":1},"payload":20})";
+  const properties::StepOutcome out =
+      decode_answer(Frame{good, payload}, 7, c, {}, ArrayEncoding::binary);
+  ASSERT_TRUE(out.result.has_value());
+  EXPECT_EQ(out.result->momentum_kernel, std::vector<float>{4.0f});
+  EXPECT_EQ(out.result->momentum_bias, std::vector<float>{-0.5f});
+  const Frame again = encode_result(7, *out.result, ArrayEncoding::binary);
+  EXPECT_EQ(decode_answer(again, 7, c, {}, ArrayEncoding::binary).result->momentum_bias,
+            std::vector<float>{-0.5f});
+
+  const auto expect = [&](const std::string& line, const std::string& bytes,
+                          const std::string& needle) {
+    try {
+      decode_answer(Frame{line, bytes}, 7, c, {}, ArrayEncoding::binary);
+      ADD_FAILURE() << "accepted: " << line;
+    } catch (const ProtocolError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string line = good;
+    line.replace(line.find(from), from.size(), to);
+    return line;
+  };
+  expect(good, payload.substr(0, 17),
+         "momentum_bias (bytes 16 to 20) lies outside the 17-byte payload");
+  expect(with(R"("momentum_bias":{"offset":16,"count":1},)", ""), payload,
+         "answer lacks momentum_bias, which a step with momentum returns");
+  expect(with(R"({"offset":12,"count":1})", R"({"offset":12,"count":2})"), payload,
+         "momentum_kernel has 2 values, expected 1");
+  expect(with(R"({"offset":12,"count":1})", R"({"offset":12})"), payload,
+         "momentum_kernel has no count");
+  expect(with(R"({"offset":12,"count":1})", R"({"offset":-12,"count":1})"), payload,
+         "momentum_kernel.offset is not a non-negative integer: -12");
+  expect(with(R"({"offset":16,"count":1})", R"({"offset":16,"count":1.0})"), payload,
+         "momentum_bias.count is not a non-negative integer: 1.0");
+  expect(with(R"({"offset":12,"count":1})", R"("AACAQA==")"), payload,
+         "momentum_kernel is not a binary array reference");
+}
+
+// An answer with grads and step, and the shard list `shards`.
+std::string shards_answer(const std::string& shards) {
+  return answer("7", R"("loss":"AAAgQA==","kernel":"AAAAPw==","bias":"mpmZvg==","step":1,)"
+                     R"("grad_kernel":"AACgQA==","grad_bias":"AABAQA==","shards":)" +
+                         shards);
+}
+
+TEST(Messages, ShardsWithOptimizerState) {
+  const properties::StepOutcome out = decode_answer(
+      shards_answer(R"([{"kernel":1,"bias":1,"state_kernel":1,"state_bias":1},)"
+                    R"({"kernel":0,"bias":0,"state_kernel":0,"state_bias":0},)"
+                    R"({"kernel":0,"bias":0,"state_kernel":2147483647}])"),
+      7, reference::worked_example(), all_capabilities());
+  ASSERT_TRUE(out.result && out.result->shards);
+  const std::vector<reference::ShardPart>& s = *out.result->shards;
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[0].state_kernel, 1);
+  EXPECT_EQ(s[0].state_bias, 1);
+  EXPECT_EQ(s[1].state_kernel, 0);
+  EXPECT_EQ(s[2].state_kernel, 2147483647);
+  EXPECT_FALSE(s[2].state_bias.has_value()) << "reported alone; the placement property asks";
+  // Without state counts (plain SGD) both stay empty.
+  const properties::StepOutcome plain = decode_answer(shards_answer(R"([{"kernel":1,"bias":1}])"),
+                                                      7, reference::worked_example(),
+                                                      all_capabilities());
+  EXPECT_FALSE(plain.result->shards->at(0).state_kernel.has_value());
+  EXPECT_FALSE(plain.result->shards->at(0).state_bias.has_value());
+  // Encoded again, the state counts decode again.
+  const properties::StepOutcome again =
+      decode_answer(encode_result(7, *out.result), 7, reference::worked_example(),
+                    all_capabilities());
+  EXPECT_EQ(again.result->shards->at(0).state_kernel, 1);
+  EXPECT_EQ(again.result->shards->at(2).state_kernel, 2147483647);
+  EXPECT_FALSE(again.result->shards->at(2).state_bias.has_value());
+}
+
+TEST(Messages, ShardCountRejections) {
+  for (const std::string key : {"kernel", "bias", "state_kernel", "state_bias"}) {
+    const auto with = [&](const std::string& value) {
+      std::string entry = R"({"kernel":1,"bias":1,"state_kernel":1,"state_bias":1})";
+      const std::string field = "\"" + key + "\":1";
+      entry.replace(entry.find(field), field.size(), "\"" + key + "\":" + value);
+      return shards_answer(R"([{"kernel":0,"bias":0},)" + entry + "]");
+    };
+    for (const std::string bad :
+         {"-1", "-9223372036854775808", "0.5", "1.0", "\"1\"", "true", "null", "[1]", "{}"}) {
+      expect_protocol_error(with(bad),
+                            "shards[1]." + key + " is not a non-negative integer: " + bad);
+    }
+    expect_protocol_error(with("1e3"), "shards[1]." + key + " is not a non-negative integer: 1000.0");
+    for (const std::string big : {"2147483648", "9223372036854775807", "18446744073709551615"}) {
+      expect_protocol_error(with(big),
+                            "shards[1]." + key + " is " + big + ", more than the largest count");
+    }
+  }
+  expect_protocol_error(shards_answer(R"([{"bias":0,"state_kernel":1,"state_bias":1}])"),
+                        "shards[0] has no kernel");
+  expect_protocol_error(shards_answer(R"([{"kernel":1,"bias":1},null])"),
+                        "shards[1] is not an object: null");
+  expect_protocol_error(shards_answer("null"), "shards is not a list: null");
+}
+
+TEST(Messages, WrongShardCountIsLeftToThePlacementProperty) {
+  // The decoder reads every entry; the placement property names the wrong count.
+  for (const std::string list : {"[]", R"([{"kernel":1,"bias":1},{"kernel":0,"bias":0}])"}) {
+    const properties::StepOutcome out =
+        decode_answer(shards_answer(list), 7, reference::worked_example(), all_capabilities());
+    ASSERT_TRUE(out.result && out.result->shards) << list;
+    const auto why = properties::sharding::layout_violation(*out.result->shards, 1, 1, 1);
+    ASSERT_TRUE(why.has_value()) << list;
+    EXPECT_NE(why->find(std::to_string(out.result->shards->size()) +
+                        " shards reported for num_shards=1"),
+              std::string::npos)
+        << *why;
+  }
+  // Counts at the largest the decoder reads keep the placement check's sums in range.
+  const properties::StepOutcome huge = decode_answer(
+      shards_answer(R"([{"kernel":2147483647,"bias":2147483647,)"
+                    R"("state_kernel":2147483647,"state_bias":2147483647}])"),
+      7, reference::worked_example(), all_capabilities());
+  const auto why = properties::sharding::layout_violation(*huge.result->shards, 1, 1, 1,
+                                                          properties::sharding::PlacementRule::flat,
+                                                          1);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("stored 2147483647 times over"), std::string::npos) << *why;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 // The fixture format, its validation, the oracle check, generation and replay.
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -18,6 +21,8 @@
 #include "sgdc/conformance/regression/generate.hpp"
 #include "sgdc/conformance/regression/replay.hpp"
 #include "sgdc/properties/property.hpp"
+#include "sgdc/reference/float32.hpp"
+#include "sgdc/reference/worked_example.hpp"
 
 namespace sgdc::conformance::regression {
 namespace {
@@ -131,10 +136,10 @@ TEST(Generate, ShapeAndMagnitudeOptionsApply) {
   }
 }
 
-// Mutates the worked example's JSON and expects a malformed-fixture error.
-void expect_malformed(const char* base, const std::function<void(Json&)>& mutate,
+// Mutates a fixture's JSON and expects a malformed-fixture error.
+void expect_malformed(const Fixture& base, const std::function<void(Json&)>& mutate,
                       const std::string& field, const std::string& reason) {
-  Json j = Json::parse(to_json_text(canonical(base)));
+  Json j = Json::parse(to_json_text(base));
   mutate(j);
   try {
     parse_fixture(j.dump(), "x.json");
@@ -145,6 +150,12 @@ void expect_malformed(const char* base, const std::function<void(Json&)>& mutate
     EXPECT_NE(e.reason().find(reason), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).rfind("x.json: " + field + ": ", 0), 0u) << e.what();
   }
+}
+
+// The same for a canonical fixture, by name.
+void expect_malformed(const char* base, const std::function<void(Json&)>& mutate,
+                      const std::string& field, const std::string& reason) {
+  expect_malformed(canonical(base), mutate, field, reason);
 }
 
 TEST(Validation, MalformedFixturesNameFileFieldAndReason) {
@@ -366,6 +377,294 @@ TEST(Counterexample, PropertyOnlyFailuresReplayThroughTheProperty) {
   const ReplayOutcome r = replay(f, *mutant);
   EXPECT_FALSE(r.passed);
   EXPECT_NE(r.failures.back().find("step_counter: "), std::string::npos) << r.failures.back();
+}
+
+
+// --- SGD with momentum: inputs.optimizer, the buffers in inputs and outputs ---
+
+// The worked example as a Nesterov momentum step with coupled decay and a buffer (the
+// protocol's step-momentum example), or in fresh state.
+reference::Case momentum_inputs(bool fresh = false) {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.optimizer.momentum = 0.5f;
+  c.optimizer.nesterov = true;
+  c.optimizer.weight_decay = 0.25f;
+  if (!fresh) {
+    c.momentum_kernel = {1.0f};
+    c.momentum_bias = {2.0f};
+  }
+  return c;
+}
+
+Fixture momentum_fixture(const reference::Case& c = momentum_inputs()) {
+  Provenance p;
+  p.generator_version = "test";
+  p.mode = "generate";
+  return derive_fixture("momentum", "a momentum step", c, p);
+}
+
+// `{"shape": [], "float32": ..., "decimal": [...]}` of one float32.
+Json scalar_json(float v) {
+  char decimal[64];
+  const auto end = std::to_chars(decimal, decimal + sizeof decimal, v).ptr;
+  return Json{{"shape", Json::array()},
+              {"float32", protocol::encode_floats(std::vector<float>{v})},
+              {"decimal", Json::array({std::string(decimal, end)})}};
+}
+
+TEST(Momentum, FixturesRoundTripAndAgreeWithTheOracle) {
+  for (const bool fresh : {false, true}) {
+    reference::Case c = momentum_inputs(fresh);
+    for (const auto decay : {reference::Optimizer::Decay::coupled,
+                             reference::Optimizer::Decay::decoupled}) {
+      c.optimizer.decay = decay;
+      const Fixture f = momentum_fixture(c);
+      const std::string text = to_json_text(f);
+      const Fixture back = parse_fixture(text, "m.json");
+      EXPECT_EQ(to_json_text(back), text);
+      EXPECT_EQ(back.inputs.optimizer, c.optimizer);
+      EXPECT_EQ(back.inputs.momentum_kernel, c.momentum_kernel);
+      EXPECT_EQ(back.inputs.momentum_bias, c.momentum_bias);
+      EXPECT_EQ(back.outputs.momentum_kernel.expected.size(), 1u);
+      EXPECT_EQ(back.outputs.momentum_bias.expected.size(), 1u);
+      EXPECT_NO_THROW(verify_against_oracle(back, "m.json"));
+      EXPECT_EQ(Json::parse(text)["inputs"].contains("momentum_kernel"), !fresh);
+    }
+  }
+}
+
+TEST(Momentum, HyperparametersAsTheSpecAllows) {
+  // 0 and any normal float32, negative too (docs/spec/step.md), load and agree with the
+  // oracle.
+  for (const float v : {0.0f, -0.0f, 0x1p-126f, -0x1p-126f, -0.5f, 3.0f, 0x1.fffffep127f}) {
+    reference::Case c = momentum_inputs();
+    c.optimizer.nesterov = false;
+    c.optimizer.dampening = v;
+    const Fixture f = momentum_fixture(c);
+    const Fixture back = parse_fixture(to_json_text(f), "h.json");
+    EXPECT_TRUE(reference::same_bits(back.inputs.optimizer.dampening, v)) << v;
+    EXPECT_NO_THROW(verify_against_oracle(back, "h.json")) << v;
+  }
+}
+
+TEST(Momentum, MalformedOptimizerNamesTheField) {
+  const Fixture f = momentum_fixture();
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "adam"; }, "inputs.optimizer.kind",
+      "\"adam\" is not \"momentum\"");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "sgd"; }, "inputs.optimizer.kind",
+      "\"sgd\" is not \"momentum\"");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = 1; }, "inputs.optimizer.kind",
+      "expected a string, got an integer");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"] = "momentum"; }, "inputs.optimizer",
+      "expected an object, got a string");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"].erase("decay"); }, "inputs.optimizer.decay",
+      "required field is missing");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"].erase("momentum"); }, "inputs.optimizer.momentum",
+      "required field is missing");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["lars"] = true; }, "inputs.optimizer.lars",
+      "unknown field");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["decay"] = "l2"; }, "inputs.optimizer.decay",
+      "\"l2\" is neither \"coupled\" nor \"decoupled\"");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["decay"] = nullptr; }, "inputs.optimizer.decay",
+      "expected a string, got null");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = "yes"; },
+      "inputs.optimizer.nesterov", "expected true or false, got a string");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = 1; }, "inputs.optimizer.nesterov",
+      "expected true or false, got an integer");
+  for (const char* key : {"momentum", "dampening", "weight_decay"}) {
+    const std::string path = std::string("inputs.optimizer.") + key;
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key] = 0.5; }, path,
+        "expected an object, got a number");
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key]["shape"] = {1}; }, path + ".shape",
+        "[1], expected [] (a scalar)");
+    expect_malformed(
+        f,
+        [&](Json& j) {
+          j["inputs"]["optimizer"][key]["float32"] =
+              protocol::encode_floats(std::vector<float>{0.5f, 0.5f});
+        },
+        path + ".float32", "2 values, expected 1");
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key]["float32"] = "NaN"; }, path + ".float32",
+        "multiple of 4");
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key]["decimal"] = {"0.75"}; },
+        path + ".decimal[0]", "\"0.75\" reads as 0.75");
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key]["decimal"] = Json::array(); },
+        path + ".decimal", "0 values, expected 1");
+    // Neither 0 nor a normal float32 (docs/spec/step.md): subnormal or not finite.
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][key] = scalar_json(-0x1p-140f); },
+        path + ".float32",
+        "-7.17464814e-43 (-0x1p-140) is subnormal; a hyperparameter is 0 or a normal float32");
+    expect_malformed(
+        f,
+        [&](Json& j) {
+          j["inputs"]["optimizer"][key] = scalar_json(std::numeric_limits<float>::quiet_NaN());
+        },
+        path + ".float32", "NaN (bits 0x7fc00000) is not finite; a hyperparameter is 0");
+    expect_malformed(
+        f,
+        [&](Json& j) {
+          j["inputs"]["optimizer"][key] = scalar_json(-std::numeric_limits<float>::infinity());
+        },
+        path + ".float32", "-infinity is not finite; a hyperparameter is 0");
+  }
+}
+
+TEST(Momentum, NonFiniteBufferElementsAreInputs) {
+  // Like a NaN or infinite parameter, a non-finite buffer element is an input whose
+  // outputs are due non-finite; the others are checked as usual.
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
+                          -std::numeric_limits<float>::infinity()}) {
+    reference::Case c = momentum_inputs();
+    c.momentum_kernel = {bad};
+    const Fixture f = momentum_fixture(c);
+    EXPECT_EQ(f.outputs.kernel.must_be_nonfinite, std::vector<std::size_t>{0});
+    EXPECT_EQ(f.outputs.momentum_kernel.must_be_nonfinite, std::vector<std::size_t>{0});
+    EXPECT_TRUE(f.outputs.bias.must_be_nonfinite.empty());
+    EXPECT_TRUE(f.outputs.loss.must_be_nonfinite.empty());
+    const Fixture back = parse_fixture(to_json_text(f), "n.json");
+    EXPECT_TRUE(reference::same_bits(back.inputs.momentum_kernel.at(0), bad));
+    EXPECT_NO_THROW(verify_against_oracle(back, "n.json"));
+    EXPECT_TRUE(replay(back, *builtin("float32")).passed);
+  }
+}
+
+TEST(Momentum, MalformedBuffersNameTheField) {
+  const Fixture f = momentum_fixture();
+  expect_malformed(
+      f, [](Json& j) { j["inputs"].erase("optimizer"); }, "inputs.momentum_kernel",
+      "a momentum buffer without a momentum optimizer");
+  expect_malformed(
+      f,
+      [](Json& j) {
+        j["inputs"].erase("optimizer");
+        j["inputs"].erase("momentum_kernel");
+      },
+      "inputs.momentum_bias", "a momentum buffer without a momentum optimizer");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"].erase("momentum_bias"); }, "inputs.momentum_bias",
+      "momentum_kernel and momentum_bias come together");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"].erase("momentum_kernel"); }, "inputs.momentum_kernel",
+      "momentum_kernel and momentum_bias come together");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["momentum_kernel"]["shape"] = {2, 1}; },
+      "inputs.momentum_kernel.shape", "[2, 1], expected [1, 1]");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["momentum_bias"]["shape"] = Json::array(); },
+      "inputs.momentum_bias.shape", "[], expected [1]");
+  expect_malformed(
+      f,
+      [](Json& j) {
+        j["inputs"]["momentum_bias"]["float32"] = protocol::encode_floats(std::vector<float>{});
+      },
+      "inputs.momentum_bias.float32", "0 values, expected 1");
+  expect_malformed(
+      f,
+      [](Json& j) {
+        j["inputs"]["momentum_kernel"]["float32"] =
+            protocol::encode_floats(std::vector<float>{1.0f, 1.0f});
+      },
+      "inputs.momentum_kernel.float32", "2 values, expected 1");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["momentum_kernel"]["decimal"] = {"nan"}; },
+      "inputs.momentum_kernel.decimal[0]", "the bits say 1");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["momentum_kernel"] = {1.0}; }, "inputs.momentum_kernel",
+      "expected an object, got an array");
+
+  // The buffer after the step: exactly in a momentum fixture's outputs.
+  expect_malformed(
+      f, [](Json& j) { j["outputs"].erase("momentum_kernel"); }, "outputs.momentum_kernel",
+      "required field is missing");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"].erase("momentum_bias"); }, "outputs.momentum_bias",
+      "required field is missing");
+  expect_malformed(
+      f,
+      [](Json& j) {
+        j["outputs"]["momentum_bias"]["expected"] =
+            protocol::encode_floats(std::vector<float>{1.0f, 2.0f});
+      },
+      "outputs.momentum_bias.expected", "2 values, expected 1");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["momentum_kernel"]["bound"][0] = -1.0; },
+      "outputs.momentum_kernel.bound[0]", "not a bound");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["momentum_kernel"]["shape"] = {1}; },
+      "outputs.momentum_kernel.shape", "[1], expected [1, 1]");
+  const Json buffer_after = Json::parse(to_json_text(f))["outputs"]["momentum_kernel"];
+  expect_malformed(
+      "worked-example", [&](Json& j) { j["outputs"]["momentum_kernel"] = buffer_after; },
+      "outputs.momentum_kernel", "unknown field");
+}
+
+TEST(Momentum, DisagreementWithTheOracleIsCorruption) {
+  const auto expect = [](const std::function<void(Fixture&)>& mutate, const std::string& field) {
+    Fixture f = momentum_fixture();
+    mutate(f);
+    try {
+      verify_against_oracle(parse_fixture(to_json_text(f), "c.json"), "c.json");
+      ADD_FAILURE() << "accepted; expected corruption at " << field;
+    } catch (const FixtureError& e) {
+      EXPECT_EQ(e.kind(), FixtureError::Kind::corrupt);
+      EXPECT_EQ(e.field(), field) << e.what();
+    }
+  };
+  expect(
+      [](Fixture& f) {
+        f.outputs.momentum_kernel.expected[0] =
+            std::nextafter(f.outputs.momentum_kernel.expected[0], 9.f);
+      },
+      "outputs.momentum_kernel.expected[0]");
+  expect([](Fixture& f) { f.outputs.momentum_bias.exact_rational[0] = "1/3"; },
+         "outputs.momentum_bias.exact_rational[0]");
+  // The inputs are authoritative: another buffer, decay or Nesterov flag makes the
+  // expectations stale.
+  expect([](Fixture& f) { f.inputs.momentum_bias = {3.0f}; }, "outputs.bias.expected[0]");
+  expect([](Fixture& f) { f.inputs.optimizer.nesterov = false; }, "outputs.kernel.expected[0]");
+  expect([](Fixture& f) { f.inputs.optimizer.decay = reference::Optimizer::Decay::decoupled; },
+         "outputs.kernel.expected[0]");
+}
+
+TEST(Momentum, InputsTheOracleRefusesNameTheFile) {
+  // Past the reader (built in memory), a subnormal hyperparameter is refused by the
+  // oracle: still an error naming the file, not an exception of another kind.
+  Fixture f = momentum_fixture();
+  f.inputs.optimizer.momentum = 0x1p-140f;
+  try {
+    verify_against_oracle(f, "o.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.kind(), FixtureError::Kind::malformed);
+    EXPECT_EQ(e.field(), "inputs");
+    EXPECT_NE(std::string(e.what()).find("o.json: inputs: momentum: "), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Momentum, ReplayChecksTheBuffer) {
+  const Fixture f = momentum_fixture();
+  EXPECT_TRUE(replay(f, *builtin("float32")).passed);
+  const ReplayOutcome r = replay(f, *builtin("nesterov-without-lookahead"));
+  EXPECT_FALSE(r.passed);
 }
 
 }  // namespace

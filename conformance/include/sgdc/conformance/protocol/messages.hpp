@@ -75,8 +75,9 @@ struct Hello {
 /// decode_hello, plus the adapter's choice of array encoding, its optional
 /// "array_encoding" field, "base64" (the default) or "binary", which is only valid when
 /// the suite offered it (`binary_offered`), and its optional "max_in_flight" (a positive
-/// integer, default 1), "max_batch" (a positive integer, default 1), "placement" and
-/// "counter" (docs/spec/protocol.md). Throws ProtocolError.
+/// integer, default 1), "max_batch" (a positive integer, default 1; both count as 2^20
+/// above it, however large), "placement", "counter" and "momentum"
+/// (docs/spec/protocol.md). Throws ProtocolError.
 Hello decode_hello_reply(std::string_view line, bool binary_offered);
 
 /// With binary arrays: how many payload bytes follow the answer `line`, from its
@@ -90,9 +91,11 @@ std::size_t payload_size(std::string_view line, std::size_t limit);
 /// object, op "result" or "error", the same integer id, every array strict base64 of
 /// exactly the right count (loss 1, kernel d*k, bias k, grad_kernel d*k, grad_bias k),
 /// and every output `promised` (grads, step_counter, shard_layout): an integer step, a
-/// shards list of objects with non-negative integer kernel and bias counts. Optional
-/// outputs that were not promised are ignored, like unknown fields, and left empty in
-/// the result. Throws ProtocolError.
+/// shards list of objects with integer kernel and bias counts from 0 to 2^31 - 1 (and
+/// state_kernel, state_bias likewise where present). The answer to a momentum step also
+/// carries the buffer (momentum_kernel d*k, momentum_bias k). Optional outputs that were
+/// not promised are ignored, like unknown fields, and left empty in the result. Throws
+/// ProtocolError.
 properties::StepOutcome decode_answer(std::string_view line, std::int64_t id,
                                       const reference::Case& c,
                                       const properties::Capabilities& promised);

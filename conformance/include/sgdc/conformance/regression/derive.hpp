@@ -16,7 +16,8 @@ Fixture derive_fixture(std::string name, std::string description, const referenc
 
 /// Re-derives `f`'s expectations and compares them with the stored ones; throws
 /// FixtureError (corrupt) naming `file` and the first field that differs. Bounds agree
-/// when within a relative 2^-20 (their last bits may depend on the machine).
+/// when within a relative 2^-20 (their last bits may depend on the machine). Inputs the
+/// oracle refuses throw FixtureError (malformed) naming `file`, field `inputs`.
 void verify_against_oracle(const Fixture& f, const std::string& file);
 
 }  // namespace sgdc::conformance::regression
