@@ -17,7 +17,13 @@ import sys
 import tempfile
 import time
 
-CLI, FAKE, PYTHON = sys.argv[1:4]
+import shutil
+
+CLI, SHARED_FAKE, PYTHON = sys.argv[1:4]
+# The fake under a name of this run's own: other tests that run at the same time start the
+# same fake, and "no adapter left running" must count only the ones started here.
+_own_dir = tempfile.mkdtemp(prefix="cli-faults-")
+FAKE = shutil.copy(SHARED_FAKE, os.path.join(_own_dir, "fake_adapter_cli_faults.py"))
 results = {"passed": 0, "failed": 0}
 
 
@@ -129,4 +135,5 @@ check("reject: counterexample, not fault",
 
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")
+shutil.rmtree(_own_dir, ignore_errors=True)
 sys.exit(1 if results["failed"] else 0)

@@ -23,20 +23,6 @@ TEST(Storage, ParametersSplitByTheRemainderRule) {
   }
 }
 
-TEST(Storage, OutputChunksAsFsdp2StoresThem) {
-  // K = 4 output rows of D + 1 = 4 values over 3 shards: torch.chunk gives 2, 2, 0 rows.
-  const StoragePlan p =
-      plan_storage(3, 4, 3, "float32", Optimizer::momentum, PlacementRule::output_chunks);
-  ASSERT_EQ(p.per_shard.size(), 3u);
-  EXPECT_EQ(p.per_shard[0].parameter_bytes, 32);
-  EXPECT_EQ(p.per_shard[1].parameter_bytes, 32);
-  EXPECT_EQ(p.per_shard[2].parameter_bytes, 0);
-  EXPECT_EQ(p.per_shard[2].state_bytes, 0);
-  std::ostringstream os;
-  write_storage_report(os, p);
-  EXPECT_NE(os.str().find("placement: ceil(K/S) output rows"), std::string::npos) << os.str();
-}
-
 TEST(Storage, OptimizerStateAndDtype) {
   const StoragePlan m = plan_storage(2, 2, 2, "bfloat16", OptimizerState::momentum);
   const StoragePlan a = plan_storage(2, 2, 2, "bfloat16", OptimizerState::adam);
