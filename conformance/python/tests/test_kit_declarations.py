@@ -96,3 +96,36 @@ def test_invalid_placements(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError) as info:
         sgdc_adapter.Adapter(numpy_step, name="a", version="0", **kwargs)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("fmt, sent", [
+    ("tf32", "tf32"), ("bfloat16", "bfloat16"),
+    ({"fraction_bits": 7, "min_exponent": -126, "max_exponent": 127},
+     {"fraction_bits": 7, "min_exponent": -126, "max_exponent": 127}),
+])
+def test_compute_format_is_sent_and_the_unit_roundoff_left_to_it(fmt: Any, sent: Any) -> None:
+    hello = sgdc_adapter.Adapter(numpy_step, name="a", version="0", compute_format=fmt).hello
+    assert hello["compute_format"] == sent
+    assert "unit_roundoff" not in hello
+    both = sgdc_adapter.Adapter(numpy_step, name="a", version="0", compute_format=fmt,
+                                unit_roundoff=2**-6).hello
+    assert both["unit_roundoff"] == 2**-6
+
+
+def test_float32_by_default() -> None:
+    hello = sgdc_adapter.Adapter(numpy_step, name="a", version="0").hello
+    assert "compute_format" not in hello and hello["unit_roundoff"] == 2**-24
+
+
+@pytest.mark.parametrize("fmt, message", [
+    ("fp8", "compute_format must be one of float32, tf32, bfloat16, float16"),
+    (7, "compute_format must be a name or a mapping, got 7"),
+    ({"fraction_bits": 10, "min_exponent": -14}, "needs exactly the integers"),
+    ({"fraction_bits": 1.5, "min_exponent": -14, "max_exponent": 15}, "needs exactly the integers"),
+    ({"fraction_bits": 30, "min_exponent": -14, "max_exponent": 15}, "is not narrower than float32"),
+    ({"fraction_bits": 10, "min_exponent": 15, "max_exponent": 15}, "is not narrower than float32"),
+])
+def test_invalid_compute_formats(fmt: Any, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        sgdc_adapter.Adapter(numpy_step, name="a", version="0", compute_format=fmt)
+    assert message in str(info.value)

@@ -201,3 +201,33 @@ def test_a_momentum_step_conforms_and_a_momentum_bug_fails(sgdc: Any) -> None:
                       properties=("accuracy",))
     assert result.verdict == "not_conformant", result.text
     assert "weight_decay=" in result.text and "(decoupled)" in result.text
+
+
+def tf32(a: Any) -> Any:
+    """float32 values rounded to TF32 (10 fraction bits, ties to even), as tensor cores
+    read their inputs; NaN and infinity kept."""
+    a = np.asarray(a, dtype=np.float32)
+    bits = a.view(np.uint32)
+    rounded = (bits + np.uint32(0x0FFF) + ((bits >> np.uint32(13)) & np.uint32(1))) \
+        & np.uint32(0xFFFFE000)
+    return np.where(np.isfinite(a), rounded.view(np.float32), a)
+
+
+def tf32_matmul_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """The NumPy step with both matrix products' inputs rounded to TF32."""
+    with np.errstate(all="ignore"):
+        r = tf32(case.x) @ tf32(case.kernel) + case.bias - case.y
+        count = np.float32(case.n * case.k)
+        gk = np.float32(2) * (tf32(case.x).T @ tf32(r)) / count
+        gb = np.float32(2) * r.sum(axis=0) / count
+        return {"loss": np.sum(r * r) / count,
+                "kernel": case.kernel - case.lr * gk, "bias": case.bias - case.lr * gb,
+                "grad_kernel": gk, "grad_bias": gb, "step": case.step + 1}
+
+
+def test_a_tf32_step_conforms_as_declared_and_not_otherwise(sgdc: Any) -> None:
+    declared = dict(name="tf32", capabilities=("grads",), cases=CASES)
+    result = sgdc.check(tf32_matmul_step, compute_format="tf32", **declared)
+    assert "compute format tf32" in result.text
+    # The same step judged as float32 arithmetic.
+    assert sgdc.run(tf32_matmul_step, **declared).verdict == "not_conformant"

@@ -25,8 +25,12 @@ them, so declare honestly:
 
 - `subnormals`: "ieee", or "ftz" when subnormal inputs or results may be flushed to zero
   (XLA on CPU does);
-- `unit_roundoff`: the largest relative error of any rounding (2**-24 for float32; 2**-11
-  for TF32 or float16, 2**-8 for bfloat16);
+- `compute_format`: the format the matrix products' inputs and products are rounded to
+  when narrower than float32 (tensor cores): "tf32", "bfloat16", "float16", or a mapping
+  of fraction_bits, min_exponent and max_exponent; it drives every term of the bound,
+  underflow and overflow included. Undeclared: float32;
+- `unit_roundoff`: the largest relative error of any rounding; undeclared, the compute
+  format's own (2**-24 for float32; 2**-11 for TF32 or float16, 2**-8 for bfloat16);
 - `sharded=True`: the step really splits its work over `num_shards`, so results may
   differ across shard counts within the bound; `max_shards`: the most shards it can run;
 - `counter=(dtype, at_end)`: the type the step counter is kept in, with "step_counter":
@@ -96,25 +100,25 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Iterable, Mapping
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import NoReturn, Unpack
 
 from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, Arrays, Case, Optimizer, StepOutput,
                      build_result, decode, encode, parse_case, reference)
 from ._codec import RejectCase as RejectCase
-from ._serve import (COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS, PROTOCOL, Adapter,
-                     BatchOutput, MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn,
-                     Writer, check_declared, counter_declaration, momentum_declaration,
-                     reserve_stdout)
+from ._serve import (COMPUTE_FORMATS, COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS,
+                     PROTOCOL, Adapter, BatchOutput, ComputeFormat, Declarations,
+                     MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
+                     check_declared, compute_format_declaration, counter_declaration,
+                     momentum_declaration, reserve_stdout)
 
 __all__ = [
-    "CAPABILITIES", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS", "F32LE",
-    "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "Arrays", "BatchOutput",
-    "Case", "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase",
-    "StepBatchFn", "StepFn", "StepOutput", "Writer", "build_result", "check_declared",
-    "counter_declaration", "decode", "encode", "momentum_declaration", "parse_case",
-    "reference", "require",
+    "CAPABILITIES", "COMPUTE_FORMATS", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS",
+    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "Arrays",
+    "BatchOutput", "Case", "ComputeFormat", "Declarations", "MomentumSupport", "Optimizer",
+    "ProtocolError", "Reader", "RejectCase", "StepBatchFn", "StepFn", "StepOutput", "Writer",
+    "build_result", "check_declared", "compute_format_declaration", "counter_declaration",
+    "decode", "encode", "momentum_declaration", "parse_case", "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",
 ]
 
@@ -142,10 +146,7 @@ def require(*modules: str) -> list[ModuleType]:
 
 def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
           max_batch: int | None = None, name: str, version: str,
-          capabilities: Iterable[str] = (), subnormals: str = "ieee",
-          unit_roundoff: float = 2**-24, sharded: bool = False, max_shards: int | None = None,
-          counter: tuple[str, str] | None = None, placement: str | None = None,
-          momentum: MomentumSupport | Mapping[str, Any] | None = None) -> NoReturn:
+          **declarations: Unpack[Declarations]) -> NoReturn:
     """Run the protocol on stdin/stdout until "bye" or end of input, then exit 0.
 
     Give `step` (one case at a time) or `step_batch` with `max_batch` (lists of up to
@@ -157,24 +158,15 @@ def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
     "input_chunks", the rule the reported "shards" follow. A bad declaration raises
     ValueError naming it, before anything is read."""
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
-            capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
-            sharded=sharded, max_shards=max_shards, counter=counter, placement=placement,
-            momentum=momentum).serve()
+            **declarations).serve()
 
 
 def serve_streams(reader: Reader, writer: Writer, step: StepFn | None = None, *,
                   step_batch: StepBatchFn | None = None, max_batch: int | None = None,
-                  name: str, version: str, capabilities: Iterable[str] = (),
-                  subnormals: str = "ieee", unit_roundoff: float = 2**-24,
-                  sharded: bool = False, max_shards: int | None = None,
-                  counter: tuple[str, str] | None = None,
-                  placement: str | None = None,
-                  momentum: MomentumSupport | Mapping[str, Any] | None = None) -> None:
+                  name: str, version: str, **declarations: Unpack[Declarations]) -> None:
     """Serve one conversation on binary streams (`reader`: buffered, with readline and
     readinto; `writer`: write and flush) until "bye" or end of input, then return.
     Touches neither stdout nor the process's state. Raises ProtocolError when the input
     cannot be followed, OSError when the other side has gone."""
     Adapter(step, step_batch=step_batch, max_batch=max_batch, name=name, version=version,
-            capabilities=capabilities, subnormals=subnormals, unit_roundoff=unit_roundoff,
-            sharded=sharded, max_shards=max_shards, counter=counter,
-            placement=placement, momentum=momentum).serve_streams(reader, writer)
+            **declarations).serve_streams(reader, writer)

@@ -10,7 +10,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol, TypeGuard, Union, cast
+from typing import Any, NoReturn, Protocol, TypedDict, TypeGuard, Union, cast
 
 from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, Arrays, Case, Float32Array, Message,
                      RejectCase, StepOutput, build_result, parse_case)
@@ -193,6 +193,49 @@ def _is_int(v: object) -> TypeGuard[int]:
     return type(v) is int  # JSON integers; bool is not one
 
 
+COMPUTE_FORMATS = ("float32", "tf32", "bfloat16", "float16")
+"""The compute formats known by name; any other is given as a mapping of fraction_bits,
+min_exponent and max_exponent."""
+
+ComputeFormat = Union[str, Mapping[str, int]]
+
+
+class Declarations(TypedDict, total=False):
+    """What an adapter declares besides its step: the keywords of `serve` after `name`
+    and `version` (see the package's docstring), in one place for every entry point."""
+    capabilities: Iterable[str]
+    subnormals: str
+    unit_roundoff: float | None
+    compute_format: ComputeFormat | None
+    sharded: bool
+    max_shards: int | None
+    counter: tuple[str, str] | None
+    placement: str | None
+    momentum: MomentumSupport | Mapping[str, Any] | None
+
+
+def compute_format_declaration(fmt: ComputeFormat) -> str | dict[str, int]:
+    """The hello's "compute_format" for a name or a mapping; ValueError when malformed."""
+    if isinstance(fmt, str):
+        if fmt not in COMPUTE_FORMATS:
+            raise ValueError(f"compute_format must be one of {', '.join(COMPUTE_FORMATS)} or "
+                             f"a mapping of fraction_bits, min_exponent, max_exponent; got "
+                             f"{fmt!r}")
+        return fmt
+    if not isinstance(fmt, Mapping):
+        raise ValueError(f"compute_format must be a name or a mapping, got {fmt!r}")
+    keys = ("fraction_bits", "min_exponent", "max_exponent")
+    if set(fmt) != set(keys) or not all(_is_int(fmt[k]) for k in keys):
+        raise ValueError(f"compute_format needs exactly the integers {', '.join(keys)}; got "
+                         f"{dict(fmt)!r}")
+    if not 1 <= fmt["fraction_bits"] <= 23 or not (
+            -126 <= fmt["min_exponent"] < fmt["max_exponent"] <= 127):
+        raise ValueError(f"compute_format {dict(fmt)!r} is not narrower than float32 "
+                         f"(1 <= fraction_bits <= 23, -126 <= min_exponent < max_exponent "
+                         f"<= 127)")
+    return {k: int(fmt[k]) for k in keys}
+
+
 class Adapter:
     """A step function with its declarations, validated: serves conversations.
 
@@ -201,7 +244,8 @@ class Adapter:
     def __init__(self, step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
                  max_batch: int | None = None, name: str, version: str,
                  capabilities: Iterable[str] = (), subnormals: str = "ieee",
-                 unit_roundoff: float = 2**-24, sharded: bool = False,
+                 unit_roundoff: float | None = None,
+                 compute_format: ComputeFormat | None = None, sharded: bool = False,
                  max_shards: int | None = None,
                  counter: tuple[str, str] | None = None,
                  placement: str | None = None,
@@ -219,13 +263,17 @@ class Adapter:
             raise ValueError(f"unknown capabilities {unknown}; known: {list(CAPABILITIES)}")
         if subnormals not in ("ieee", "ftz"):
             raise ValueError(f"subnormals must be 'ieee' or 'ftz', got {subnormals!r}")
-        if not 0 < float(unit_roundoff) < 1:
+        if unit_roundoff is not None and not 0 < float(unit_roundoff) < 1:
             raise ValueError(f"unit_roundoff must lie in (0, 1), got {unit_roundoff!r}")
         self.hello: Message = {
             "op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
-            "capabilities": caps, "subnormals": subnormals,
-            "unit_roundoff": float(unit_roundoff), "sharded": bool(sharded),
+            "capabilities": caps, "subnormals": subnormals, "sharded": bool(sharded),
             "max_in_flight": MAX_IN_FLIGHT}
+        # Undeclared, the unit roundoff is the compute format's own (float32's: 2^-24).
+        if compute_format is not None:
+            self.hello["compute_format"] = compute_format_declaration(compute_format)
+        if unit_roundoff is not None or compute_format is None:
+            self.hello["unit_roundoff"] = float(2**-24 if unit_roundoff is None else unit_roundoff)
         if max_shards is not None:
             if not _is_int(max_shards) or max_shards < 1:
                 raise ValueError(f"max_shards must be a positive integer, got {max_shards!r}")

@@ -16,12 +16,12 @@ judging it. Both return a `SuiteResult` (verdict, JSON report, text report).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Unpack
 
 import pytest
 
-from ._serve import Adapter, MomentumSupport, StepBatchFn, StepFn
+from ._serve import Adapter, Declarations, StepBatchFn, StepFn
 from .suite import CliNotFound, SuiteResult, failure_message, find_cli, run_suite
 
 
@@ -31,23 +31,16 @@ class Sgdc:
 
     def run(self, step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
             max_batch: int | None = None, name: str | None = None, version: str = "0",
-            capabilities: Iterable[str] = (), subnormals: str = "ieee",
-            unit_roundoff: float = 2**-24, sharded: bool = False,
-            max_shards: int | None = None, counter: tuple[str, str] | None = None,
-            placement: str | None = None,
-            momentum: MomentumSupport | Mapping[str, Any] | None = None,
             cases: int | None = None, seed: int | None = None,
             properties: Sequence[str] = (), case: int | None = None,
             case_timeout: float | None = None, extra_args: Sequence[str] = (),
-            timeout: float = 600.0) -> SuiteResult:
+            timeout: float = 600.0, **declarations: Unpack[Declarations]) -> SuiteResult:
         """Run the suite against the step. No CLI on PATH skips the test; $SGDC_CLI
         naming no executable fails it."""
         fn = step if step is not None else step_batch
         adapter = Adapter(step, step_batch=step_batch, max_batch=max_batch,
                           name=name or str(getattr(fn, "__name__", "pytest-step")), version=version,
-                          capabilities=capabilities, subnormals=subnormals,
-                          unit_roundoff=unit_roundoff, sharded=sharded, max_shards=max_shards,
-                          counter=counter, placement=placement, momentum=momentum)
+                          **declarations)
         try:
             cli = find_cli()
         except CliNotFound as e:
@@ -60,23 +53,15 @@ class Sgdc:
 
     def check(self, step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
               max_batch: int | None = None, name: str | None = None, version: str = "0",
-              capabilities: Iterable[str] = (), subnormals: str = "ieee",
-              unit_roundoff: float = 2**-24, sharded: bool = False,
-              max_shards: int | None = None, counter: tuple[str, str] | None = None,
-              placement: str | None = None,
-              momentum: MomentumSupport | Mapping[str, Any] | None = None,
               cases: int | None = None, seed: int | None = None,
               properties: Sequence[str] = (), case: int | None = None,
               case_timeout: float | None = None, extra_args: Sequence[str] = (),
-              timeout: float = 600.0) -> SuiteResult:
+              timeout: float = 600.0, **declarations: Unpack[Declarations]) -> SuiteResult:
         """Run the suite and pass only on CONFORMANT (see the module docstring)."""
         result = self.run(step, step_batch=step_batch, max_batch=max_batch, name=name,
-                          version=version, capabilities=capabilities, subnormals=subnormals,
-                          unit_roundoff=unit_roundoff, sharded=sharded, max_shards=max_shards,
-                          counter=counter, placement=placement, momentum=momentum, cases=cases,
-                          seed=seed,
-                          properties=properties, case=case, case_timeout=case_timeout,
-                          extra_args=extra_args, timeout=timeout)
+                          version=version, cases=cases, seed=seed, properties=properties,
+                          case=case, case_timeout=case_timeout, extra_args=extra_args,
+                          timeout=timeout, **declarations)
         what = name or str(getattr(step if step is not None else step_batch, "__name__", "the step"))
         if result.verdict == "skipped":
             pytest.skip(f"sgd-conformance skipped {what}: {result.stderr.strip()}")
