@@ -9,14 +9,24 @@ namespace sgdc::properties {
 namespace {
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // Equal in every field, bit for bit.
 bool same_case(const reference::Case& a, const reference::Case& b) {
   if (a.n != b.n || a.d != b.d || a.k != b.k || a.num_shards != b.num_shards || a.step != b.step ||
-      std::memcmp(&a.lr, &b.lr, sizeof a.lr) != 0)
+      !same_bits(a.lr, b.lr))
     return false;
+  const reference::Optimizer &o = a.optimizer, &p = b.optimizer;
+  if (o.kind != p.kind || o.nesterov != p.nesterov || o.decay != p.decay) return false;
+  for (auto h :
+       {&reference::Optimizer::momentum, &reference::Optimizer::dampening,
+        &reference::Optimizer::weight_decay, &reference::Optimizer::b1, &reference::Optimizer::b2,
+        &reference::Optimizer::eps, &reference::Optimizer::eps_root})
+    if (!same_bits(o.*h, p.*h)) return false;
   for (const reference::InputArray& in : reference::input_arrays)
     if (!same_bits(a.*in.member, b.*in.member)) return false;
   return true;

@@ -91,14 +91,30 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
     for (float& f : v) f = draw_value(rng, p.spread);
   }
   c.lr = draw_lr(rng, p.lr);
-  // Half the cases of an implementation with momentum use it; three in four of those
-  // carry a buffer (values like the parameters'), the rest are first steps.
-  if (space.momentum && std::uniform_int_distribution<int>(0, 1)(rng) == 0) {
-    c.optimizer = draw_momentum(rng, *space.momentum);
+  // The cases split evenly between plain SGD and each optimizer the implementation
+  // takes; three in four stateful ones carry state (a buffer or a first moment with
+  // values like the parameters'; a second moment of squares of such values, tiny in one
+  // case of four, where eps dominates), the rest are first steps.
+  const int choices = 1 + (space.momentum ? 1 : 0) + (space.adam ? 1 : 0);
+  const int choice = std::uniform_int_distribution<int>(0, choices - 1)(rng);
+  if (choice > 0) {
+    const bool adam = space.adam && (choice == 2 || !space.momentum);
+    c.optimizer = adam ? draw_adam(rng, *space.adam) : draw_momentum(rng, *space.momentum);
     if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
       for (auto* v : {&c.momentum_kernel, &c.momentum_bias}) {
         v->resize(v == &c.momentum_kernel ? c.kernel.size() : c.bias.size());
         for (float& f : *v) f = draw_value(rng, p.spread);
+      }
+      if (adam) {
+        const float scale = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? 1e-20f : 1.0f;
+        for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias}) {
+          v->resize(v == &c.second_moment_kernel ? c.kernel.size() : c.bias.size());
+          for (float& f : *v) {
+            const float a = draw_value(rng, p.spread);
+            f = a * a * scale;
+            if (!std::isfinite(f)) f = 0.0f;
+          }
+        }
       }
     }
   }
@@ -141,6 +157,10 @@ reference::Case keep(const reference::Case& c, int begin, int end, int d0, int d
     s.momentum_kernel = take(c.momentum_kernel, c.k, d0, d1, k0, k1);
     s.momentum_bias = take(c.momentum_bias, c.k, 0, 1, k0, k1);
   }
+  if (!c.second_moment_kernel.empty()) {
+    s.second_moment_kernel = take(c.second_moment_kernel, c.k, d0, d1, k0, k1);
+    s.second_moment_bias = take(c.second_moment_bias, c.k, 0, 1, k0, k1);
+  }
   s.x = take(c.x, c.d, begin, end, d0, d1);
   s.y = take(c.y, c.k, begin, end, k0, k1);
   return s;
@@ -159,7 +179,7 @@ reference::Case drop_row(const reference::Case& c, int i) {
 reference::Case drop_input(const reference::Case& c, int l) {
   reference::Case s = c;
   --s.d;
-  for (std::vector<float>* v : {&s.kernel, &s.momentum_kernel})
+  for (std::vector<float>* v : {&s.kernel, &s.momentum_kernel, &s.second_moment_kernel})
     if (!v->empty())
       v->erase(v->begin() + static_cast<std::ptrdiff_t>(l) * c.k,
                v->begin() + static_cast<std::ptrdiff_t>(l + 1) * c.k);
@@ -186,6 +206,10 @@ reference::Case drop_output(const reference::Case& c, int j) {
   if (!c.fresh_state()) {
     drop_column(s.momentum_kernel, c.d);
     s.momentum_bias.erase(s.momentum_bias.begin() + j);
+  }
+  if (!c.second_moment_kernel.empty()) {
+    drop_column(s.second_moment_kernel, c.d);
+    s.second_moment_bias.erase(s.second_moment_bias.begin() + j);
   }
   return s;
 }
@@ -252,6 +276,14 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
       reference::Case s = c;
       s.momentum_kernel.clear();
       s.momentum_bias.clear();
+      s.second_moment_kernel.clear();
+      s.second_moment_bias.clear();
+      return s;
+    });
+  if (o.eps_root != 0.0f)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer.eps_root = 0.0f;
       return s;
     });
   if (o.weight_decay != 0.0f)
@@ -278,6 +310,8 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
       s.optimizer = reference::Optimizer{};
       s.momentum_kernel.clear();
       s.momentum_bias.clear();
+      s.second_moment_kernel.clear();
+      s.second_moment_bias.clear();
       return s;
     });
   return rc::seq::concat(
@@ -361,6 +395,29 @@ reference::Optimizer draw_momentum(Rng& rng, const MomentumSupport& support) {
     o.nesterov = true;
     o.dampening = 0.0f;  // Nesterov momentum is defined without dampening
   }
+  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
+    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
+    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
+                  ? reference::Optimizer::Decay::coupled
+                  : reference::Optimizer::Decay::decoupled;
+  }
+  return o;
+}
+
+reference::Optimizer draw_adam(Rng& rng, const AdamSupport& support) {
+  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
+  auto log_uniform = [&](double lo, double hi) {
+    return std::exp(uniform(rng, std::log(lo), std::log(hi)));
+  };
+  reference::Optimizer o;
+  o.kind = reference::Optimizer::Kind::adam;
+  if (one_in(4))
+    o.b1 = 0.9f;
+  else if (!one_in(7))
+    o.b1 = static_cast<float>(1.0 - log_uniform(0.001, 0.5));
+  o.b2 = one_in(4) ? 0.999f : static_cast<float>(1.0 - log_uniform(1e-4, 0.1));
+  o.eps = one_in(3) ? 1e-8f : static_cast<float>(log_uniform(1e-12, 1e-2));
+  if (support.eps_root && one_in(2)) o.eps_root = static_cast<float>(log_uniform(1e-16, 1e-4));
   if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
     o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
     o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))

@@ -255,9 +255,13 @@ Case next_case(const Declaration& d, const Case& c, const StepResult& r) {
   Case next = c;
   next.kernel = r.kernel;
   next.bias = r.bias;
-  if (c.optimizer.kind == reference::Optimizer::Kind::momentum) {
+  if (c.optimizer.kind != reference::Optimizer::Kind::sgd) {
     next.momentum_kernel = r.momentum_kernel;
     next.momentum_bias = r.momentum_bias;
+  }
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) {
+    next.second_moment_kernel = r.second_moment_kernel;
+    next.second_moment_bias = r.second_moment_bias;
   }
   next.step = r.step ? *r.step : reference::next_count(d.counter, c.step);
   return next;
@@ -282,6 +286,13 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
       return Judgement::fail(fmt::format("step {} of {}: {}", t + 1, steps, r.failure));
     if (t + 1 < out.size()) {
       c = next_case(ctx.declaration(), c, *r.result);
+      try {
+        c.validate();
+      } catch (const std::invalid_argument& e) {
+        return Judgement::fail(
+            fmt::format("step {} of {}: its result is not a valid input of the next step: {}",
+                        t + 1, steps, e.what()));
+      }
       continue;
     }
     const auto bad = compare(*r.result, ctx.expect(c), &obs);
@@ -400,8 +411,10 @@ Judgement placement(Context& ctx, const Case& c, std::span<const StepOutcome> ou
   if (!r.result) return Judgement::fail(r.failure);
   const std::vector<reference::ShardPart>& shards = *r.result->shards;
   const sharding::PlacementRule rule = ctx.declaration().capabilities.placement;
-  // The optimizer's parameter-sized state tensors: the momentum buffer.
-  const int state_tensors = c.optimizer.kind == reference::Optimizer::Kind::momentum ? 1 : 0;
+  // The optimizer's parameter-sized state tensors: the momentum buffer, Adam's two moments.
+  const int state_tensors = c.optimizer.kind == reference::Optimizer::Kind::momentum ? 1
+                            : c.optimizer.kind == reference::Optimizer::Kind::adam   ? 2
+                                                                                     : 0;
   Observations::ShardStorage stored{c.d, c.k, c.num_shards, rule, state_tensors, {}, {}};
   for (const reference::ShardPart& p : shards) {
     stored.values.push_back(p.kernel + p.bias);

@@ -78,6 +78,7 @@ CaseSpace case_space(const Declaration& declaration, const RunOptions& options) 
   space.counter = declaration.counter;
   space.pool = shape_pool(options.seed, options.shapes);
   space.momentum = declaration.capabilities.momentum;
+  space.adam = declaration.capabilities.adam;
   space.shapes = options.shapes;
   return space;
 }

@@ -21,10 +21,40 @@ void Case::validate() const {
   if (step < 0) throw std::invalid_argument("step: must be >= 0");
   for (auto [name, h] :
        {std::pair{"momentum", optimizer.momentum}, std::pair{"dampening", optimizer.dampening},
-        std::pair{"weight_decay", optimizer.weight_decay}}) {
+        std::pair{"weight_decay", optimizer.weight_decay}, std::pair{"b1", optimizer.b1},
+        std::pair{"b2", optimizer.b2}, std::pair{"eps", optimizer.eps},
+        std::pair{"eps_root", optimizer.eps_root}}) {
     if (std::isfinite(h) && h != 0.0f && std::abs(h) < 0x1p-126f)
       throw std::invalid_argument(std::string(name) +
                                   ": a hyperparameter is 0 or a normal float32");
+  }
+  const bool adam = optimizer.kind == Optimizer::Kind::adam;
+  if (!adam && (optimizer.b1 != 0.0f || optimizer.b2 != 0.0f || optimizer.eps != 0.0f ||
+                optimizer.eps_root != 0.0f))
+    throw std::invalid_argument("optimizer: b1, b2, eps and eps_root are Adam's alone");
+  if (adam) {
+    // NaN and infinities are special values, judged as such; finite ones must lie in the
+    // domain where the step is defined.
+    auto outside = [](float h, bool ok) { return std::isfinite(h) && !ok; };
+    if (outside(optimizer.b1, optimizer.b1 >= 0.0f && optimizer.b1 < 1.0f))
+      throw std::invalid_argument("b1: must lie in [0, 1)");
+    if (outside(optimizer.b2, optimizer.b2 >= 0.0f && optimizer.b2 < 1.0f))
+      throw std::invalid_argument("b2: must lie in [0, 1)");
+    if (outside(optimizer.eps, optimizer.eps > 0.0f))
+      throw std::invalid_argument("eps: must be > 0 (Adam's denominator is at least eps)");
+    if (outside(optimizer.eps_root, optimizer.eps_root >= 0.0f))
+      throw std::invalid_argument("eps_root: must be >= 0");
+    if (outside(optimizer.weight_decay, optimizer.weight_decay >= 0.0f))
+      throw std::invalid_argument("weight_decay: must be >= 0 with Adam");
+    if (optimizer.momentum != 0.0f || optimizer.dampening != 0.0f || optimizer.nesterov)
+      throw std::invalid_argument("optimizer: Adam takes no momentum, dampening or Nesterov");
+    for (const auto* v : {&second_moment_kernel, &second_moment_bias})
+      for (float f : *v)
+        if (f < 0.0f)
+          throw std::invalid_argument(std::string(v == &second_moment_kernel
+                                                      ? "second_moment_kernel"
+                                                      : "second_moment_bias") +
+                                      ": a second moment is >= 0");
   }
   if (optimizer.kind == Optimizer::Kind::sgd &&
       (optimizer.momentum != 0.0f || optimizer.dampening != 0.0f || optimizer.nesterov ||
@@ -32,12 +62,17 @@ void Case::validate() const {
     throw std::invalid_argument(
         "optimizer: plain SGD takes no momentum, dampening, Nesterov or weight decay (a momentum "
         "optimizer with momentum 0 decays)");
-  if (!fresh_state() && optimizer.kind != Optimizer::Kind::momentum)
-    throw std::invalid_argument("momentum_kernel: a momentum buffer without a momentum optimizer");
+  if (!fresh_state() && optimizer.kind == Optimizer::Kind::sgd)
+    throw std::invalid_argument("momentum_kernel: optimizer state without a stateful optimizer");
   for (const InputArray& in : input_arrays) {
     const std::size_t expected = element_count(in.extent, n, d, k);
     const std::size_t actual = (this->*in.member).size();
     if (in.state && fresh_state()) continue;
+    if (in.adam_only && !adam) {
+      if (actual != 0)
+        throw std::invalid_argument(std::string(in.name) + ": Adam's state without Adam");
+      continue;
+    }
     if (actual != expected) {
       throw std::invalid_argument(std::string(in.name) + ": expected " + std::to_string(expected) +
                                   " values, got " + std::to_string(actual));
@@ -47,7 +82,9 @@ void Case::validate() const {
 
 namespace {
 constexpr std::pair<Optimizer::Kind, const char*> kind_names[] = {
-    {Optimizer::Kind::sgd, "sgd"}, {Optimizer::Kind::momentum, "momentum"}};
+    {Optimizer::Kind::sgd, "sgd"},
+    {Optimizer::Kind::momentum, "momentum"},
+    {Optimizer::Kind::adam, "adam"}};
 constexpr std::pair<Optimizer::Decay, const char*> decay_names[] = {
     {Optimizer::Decay::coupled, "coupled"}, {Optimizer::Decay::decoupled, "decoupled"}};
 
@@ -81,15 +118,17 @@ bool reports(const OutputInfo& info, const Case& c, bool grads) {
     case Reported::with_grads:
       return grads;
     case Reported::with_momentum:
-      return c.optimizer.kind == Optimizer::Kind::momentum;
+      return c.optimizer.kind != Optimizer::Kind::sgd;
+    case Reported::with_adam:
+      return c.optimizer.kind == Optimizer::Kind::adam;
   }
   return false;
 }
 
 bool has_nonfinite_input(const Case& c) {
-  if (!std::isfinite(c.lr) || !std::isfinite(c.optimizer.momentum) ||
-      !std::isfinite(c.optimizer.dampening) || !std::isfinite(c.optimizer.weight_decay))
-    return true;
+  const Optimizer& o = c.optimizer;
+  for (float h : {c.lr, o.momentum, o.dampening, o.weight_decay, o.b1, o.b2, o.eps, o.eps_root})
+    if (!std::isfinite(h)) return true;
   for (const InputArray& in : input_arrays)
     for (float f : c.*in.member)
       if (!std::isfinite(f)) return true;
@@ -100,8 +139,11 @@ Case with_nonfinite_as_zero(Case c) {
   for (const InputArray& in : input_arrays)
     for (float& f : c.*in.member)
       if (!std::isfinite(f)) f = 0.0f;
-  for (float* h : {&c.lr, &c.optimizer.momentum, &c.optimizer.dampening, &c.optimizer.weight_decay})
+  Optimizer& o = c.optimizer;
+  for (float* h : {&c.lr, &o.momentum, &o.dampening, &o.weight_decay, &o.b1, &o.b2, &o.eps_root})
     if (!std::isfinite(*h)) *h = 0.0f;
+  // eps must stay > 0: a non-finite eps reads as 1 (every output it reaches is poisoned).
+  if (!std::isfinite(o.eps)) o.eps = 1.0f;
   return c;
 }
 
@@ -114,6 +156,9 @@ void showValue(const Case& c, std::ostream& os) {
     if (o.kind == Optimizer::Kind::momentum)
       os << " momentum=" << describe(o.momentum) << " dampening=" << describe(o.dampening)
          << (o.nesterov ? " nesterov" : "") << (c.fresh_state() ? " (fresh state)" : "");
+    if (o.kind == Optimizer::Kind::adam)
+      os << " b1=" << describe(o.b1) << " b2=" << describe(o.b2) << " eps=" << describe(o.eps)
+         << " eps_root=" << describe(o.eps_root) << (c.fresh_state() ? " (fresh state)" : "");
     if (o.weight_decay != 0.0f)
       os << " weight_decay=" << describe(o.weight_decay) << " (" << to_string(o.decay) << ")";
   }

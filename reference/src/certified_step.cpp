@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "adam_update.hpp"
 #include "certify_rounding.hpp"
 #include "double_word.hpp"
 #include "parallel_for.hpp"
@@ -269,6 +270,31 @@ class OptimizerStep {
   Pair keep_;
 };
 
+// A value decided elsewhere (Adam's enclosures), or listed as missing.
+void put(const std::optional<RoundedValue>& r, RoundedValue& to, std::vector<std::size_t>& missing,
+         std::size_t at) {
+  if (r) {
+    to = *r;
+  } else {
+    to = {};
+    missing.push_back(at);
+  }
+}
+
+// (A) Adam, elementwise from the enclosed gradient: its moments and parameter enclosed in
+// MPFR intervals (adam_update.hpp), each rounded where its enclosure decides it.
+void round_adam(const AdamUpdate& adam, float p, const std::vector<float>& m,
+                const std::vector<float>& v, std::size_t e, const Approx& g, RoundedValue& param,
+                RoundedValue& m_out, RoundedValue& v_out, Missing& missing, Output param_output,
+                Output m_output, Output v_output) {
+  const bool fresh = m.empty();
+  const AdamUpdate::Certified r =
+      adam.certify(p, fresh ? 0.0f : m[e], fresh ? 0.0f : v[e], g.hi, g.lo, g.err);
+  put(r.param, param, missing[param_output], e);
+  put(r.m, m_out, missing[m_output], e);
+  put(r.v, v_out, missing[v_output], e);
+}
+
 // Every output from the residuals, tracked as T says, rounded into `s`; what cannot be
 // certified is listed in `missing` (whose residual list is left alone).
 template <Tracking T>
@@ -293,15 +319,23 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     for (int j = 0; j < k; ++j) s_bias[j].add(residual[static_cast<std::size_t>(i) * k + j]);
   }
   const bool stateful = c.optimizer.kind != Optimizer::Kind::sgd;
+  const bool is_adam = c.optimizer.kind == Optimizer::Kind::adam;
   const OptimizerStep<T> optimizer(c);
+  std::optional<AdamUpdate> adam;
+  if (is_adam) adam.emplace(c);
   s.grad_bias.resize(static_cast<std::size_t>(k));
   s.bias.resize(static_cast<std::size_t>(k));
   s.momentum_bias.resize(stateful ? static_cast<std::size_t>(k) : 0);
+  s.second_moment_bias.resize(is_adam ? static_cast<std::size_t>(k) : 0);
   for (int j = 0; j < k; ++j) {
     const Approx sum = s_bias[j].result();
     const Approx grad = from.gradient(sum);
     round_value(grad, s.grad_bias[j], missing.grad_bias, j);
-    if (stateful) {
+    if (is_adam) {
+      round_adam(*adam, c.bias[j], c.momentum_bias, c.second_moment_bias, j, grad, s.bias[j],
+                 s.momentum_bias[j], s.second_moment_bias[j], missing, Output::bias,
+                 Output::momentum_bias, Output::second_moment_bias);
+    } else if (stateful) {
       const OptimizerUpdate u =
           optimizer(c.bias[j], c.fresh_state() ? 0.0f : c.momentum_bias[j], grad);
       round_value(u.param, s.bias[j], missing.bias, j);
@@ -317,6 +351,7 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
   s.grad_kernel.resize(dk);
   s.kernel.resize(dk);
   s.momentum_kernel.resize(stateful ? dk : 0);
+  s.second_moment_kernel.resize(is_adam ? dk : 0);
   std::optional<SplitResiduals> split;
   std::vector<Pair> halves;
   if constexpr (T == Tracking::a_priori) {
@@ -336,6 +371,13 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     // A stateful optimizer's update, element by element from the gradient.
     auto round_stateful = [&](int j, const Approx& grad) {
       const std::size_t e = first + j;
+      if (is_adam) {
+        round_value(grad, s.grad_kernel[e], m.grad_kernel, e);
+        round_adam(*adam, c.kernel[e], c.momentum_kernel, c.second_moment_kernel, e, grad,
+                   s.kernel[e], s.momentum_kernel[e], s.second_moment_kernel[e], m, Output::kernel,
+                   Output::momentum_kernel, Output::second_moment_kernel);
+        return;
+      }
       const OptimizerUpdate u =
           optimizer(c.kernel[e], c.fresh_state() ? 0.0f : c.momentum_kernel[e], grad);
       round_value(grad, s.grad_kernel[e], m.grad_kernel, e);
@@ -364,7 +406,8 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     }
   });
   for (const Missing& m : parts) {
-    for (Output o : {Output::kernel, Output::grad_kernel, Output::momentum_kernel})
+    for (Output o : {Output::kernel, Output::grad_kernel, Output::momentum_kernel,
+                     Output::second_moment_kernel})
       missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
   }
 }

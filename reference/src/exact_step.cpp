@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <type_traits>
 
 namespace sgdc::reference {
 
@@ -18,6 +19,51 @@ Matrix<Scalar> to_matrix(const std::vector<float>& values, int rows, int cols) {
     }
   }
   return m;
+}
+
+// Adam (docs/spec/step.md, "Adam"): the moments, rational; the parameters through a square
+// root, so not in rationals (the rounded step encloses them instead).
+template <class Scalar>
+void adam(const Case& c, const Matrix<Scalar>& w, const Matrix<Scalar>& b, StepValues<Scalar>& v) {
+  const Optimizer& o = c.optimizer;
+  auto scalar = [](float f) { return Scalar(static_cast<double>(f)); };
+  const Scalar b1 = scalar(o.b1), b2 = scalar(o.b2), wd = scalar(o.weight_decay);
+  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
+  auto moments = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& g, const std::vector<float>& m,
+                     const std::vector<float>& s, Matrix<Scalar>& m_out, Matrix<Scalar>& s_out) {
+    const Matrix<Scalar> ge = decoupled ? g : Matrix<Scalar>(g + p * wd);
+    m_out = ge * (Scalar(1) - b1);
+    s_out = ge.cwiseProduct(ge) * (Scalar(1) - b2);
+    if (!c.fresh_state()) {
+      m_out += to_matrix<Scalar>(m, p.rows(), p.cols()) * b1;
+      s_out += to_matrix<Scalar>(s, p.rows(), p.cols()) * b2;
+    }
+  };
+  moments(w, v.grad_kernel, c.momentum_kernel, c.second_moment_kernel, v.momentum_kernel,
+          v.second_moment_kernel);
+  moments(b, v.grad_bias, c.momentum_bias, c.second_moment_bias, v.momentum_bias,
+          v.second_moment_bias);
+  if constexpr (!std::is_same_v<Scalar, Rational>) {
+    using std::pow;
+    using std::sqrt;
+    const Scalar t = Scalar(static_cast<double>(c.step)) + Scalar(1);
+    const Scalar bc1 = Scalar(1) - pow(b1, t), bc2 = Scalar(1) - pow(b2, t);
+    const Scalar lr = scalar(c.lr), eps = scalar(o.eps), eps_root = scalar(o.eps_root);
+    auto parameter = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& m,
+                         const Matrix<Scalar>& s) {
+      Matrix<Scalar> out(p.rows(), p.cols());
+      for (Eigen::Index i = 0; i < p.rows(); ++i) {
+        for (Eigen::Index j = 0; j < p.cols(); ++j) {
+          Scalar direction = (m(i, j) / bc1) / (sqrt(s(i, j) / bc2 + eps_root) + eps);
+          if (decoupled) direction += wd * p(i, j);
+          out(i, j) = p(i, j) - lr * direction;
+        }
+      }
+      return out;
+    };
+    v.kernel = parameter(w, v.momentum_kernel, v.second_moment_kernel);
+    v.bias = parameter(b, v.momentum_bias, v.second_moment_bias);
+  }
 }
 }  // namespace
 
@@ -58,6 +104,10 @@ StepValues<Scalar> evaluate_step(const Case& c) {
     if (decoupled) direction += p * wd;
     return Matrix<Scalar>(p - direction * lr);
   };
+  if (o.kind == Optimizer::Kind::adam) {
+    adam(c, w, b, v);
+    return v;
+  }
   v.kernel = update(w, v.grad_kernel, c.momentum_kernel, v.momentum_kernel);
   v.bias = update(b, v.grad_bias, c.momentum_bias, v.momentum_bias);
   return v;

@@ -1,6 +1,8 @@
 #include "optimizer_bound.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "sgdc/reference/float32.hpp"
@@ -26,12 +28,145 @@ struct Element {
   double direction = 0.0;   // an upper bound of |d|: buf', or ge + mu buf' (Nesterov)
 };
 
+// (O4) The update's bound from the direction's magnitude `direction` and bound `e_d`:
+// coupled p - lr d, as (U) with d for the gradient; decoupled p (1 - lr wd) - lr d in any
+// of its forms, at most four roundings a term.
+double update_bound(bool decoupled, double p, double p_new, double direction, double e_d, double lr,
+                    double wd, double u, double eta, double tau) {
+  if (!decoupled || wd == 0.0) {
+    return (1.0 + u) * (tau + lr * e_d + (1.0 + u) * tau * (direction + e_d) +
+                        u * lr * (direction + e_d) + eta) +
+           u * p_new + eta;
+  }
+  const double g4 = gamma(4.0, u);
+  const double p_read = p + tau, lr_read = lr + tau, d_read = direction + e_d;
+  return (1.0 + g4) * (tau * (1.0 + lr * wd) + lr * e_d + tau * (d_read + wd * p_read)) +
+         g4 * (p_read * (1.0 + lr_read * wd) + lr_read * d_read) + 4.0 * eta * (1.0 + g4);
+}
+
+// (A4) The relative error of a computed bias correction 1 - b^t: b^t within
+// (|t ln b| + 2) u of itself relatively (a power in the working precision, correctly
+// rounded or by exp and log, t itself rounded to float32 included), then the
+// subtraction's rounding.
+double bias_correction_error(double b, double t, double u, double eta) {
+  const double power = std::pow(b, t), correction = 1.0 - power;
+  const double exponent = b == 0.0 ? 0.0 : std::abs(t * std::log(b));
+  return u + ((exponent + 2.0) * u * power + eta) / correction;
+}
+
+void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const OperationModel& op,
+                       StepBounds& bounds) {
+  const Optimizer& o = c.optimizer;
+  const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;
+  auto over = [omega](double magnitude) { return !(magnitude < omega); };
+  const bool inputs_over = std::abs(static_cast<double>(c.lr)) > omega ||
+                           std::abs(static_cast<double>(o.weight_decay)) > omega ||
+                           static_cast<double>(o.eps) > omega ||
+                           static_cast<double>(o.eps_root) > omega;
+  const double lr = std::abs(static_cast<double>(c.lr)), wd = static_cast<double>(o.weight_decay);
+  const double b1 = o.b1, b2 = o.b2, eps = o.eps, eps_root = o.eps_root;
+  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
+  const bool fresh = c.fresh_state();
+  const double g4 = gamma(4.0, u), g5 = gamma(5.0, u);
+  const double t = static_cast<double>(c.step) + 1.0;
+  const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
+  // (A5) m'/bc1 and v'/bc2: the correction's error, a division or a reciprocal and a
+  // product.
+  // A correction whose error may reach its own size bounds nothing.
+  auto theta = [&](double epsilon) {
+    return epsilon < 1.0 ? (1.0 + u) * (1.0 + u) / (1.0 - epsilon) - 1.0
+                         : std::numeric_limits<double>::infinity();
+  };
+  const double theta1 = theta(bias_correction_error(b1, t, u, eta));
+  const double theta2 = theta(bias_correction_error(b2, t, u, eta));
+
+  auto run = [&](const std::vector<float>& params, const std::vector<float>& m_before,
+                 const std::vector<float>& v_before, const std::vector<double>& g,
+                 const std::vector<ElementBound>& g_bounds, const std::vector<double>& p_new,
+                 const std::vector<double>& m_new, const std::vector<double>& v_new,
+                 std::vector<ElementBound>& p_out, std::vector<double>& from_grad,
+                 std::vector<ElementBound>& m_out, std::vector<ElementBound>& v_out) {
+    m_out.resize(params.size());
+    v_out.resize(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double p = std::abs(static_cast<double>(params[i]));
+      const double m = fresh ? 0.0 : std::abs(static_cast<double>(m_before[i]));
+      const double v = fresh ? 0.0 : static_cast<double>(v_before[i]);
+      const double bg = g_bounds[i].bound;
+      // (A1) the decayed gradient, as (O1).
+      const double ge = decoupled ? g[i] : g[i] + wd * p;
+      const double e_ge =
+          decoupled || wd == 0.0
+              ? bg
+              : (1.0 + u) * (bg + wd * tau + u * wd * (p + tau) + eta) + u * ge + eta;
+      // (A2) m' = b1 m + (1 - b1) ge, or m + (1 - b1)(ge - m) (lerp): four roundings a
+      // term of m + (1 - b1)(|ge| + |m|), which bounds both forms' terms.
+      const double m_read = m + tau, ge_read = ge + e_ge;
+      const double e_m = b1 * tau + (1.0 - b1) * e_ge +
+                         g4 * (m_read + (1.0 - b1) * (ge_read + m_read)) + 4.0 * eta * (1.0 + g4);
+      // (A3) v' = b2 v + (1 - b2) ge^2: the square's error (2 |ge| + e) e, four roundings
+      // a term.
+      const double v_read = v + tau;
+      const double e_v = b2 * tau + (1.0 - b2) * (2.0 * ge + e_ge) * e_ge +
+                         g4 * (v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) +
+                         4.0 * eta * (1.0 + g4);
+      // (A5) the bias-corrected moments.
+      const double mh = m_new[i] / bc1, vh = v_new[i] / bc2;
+      const double e_mh = e_m * (1.0 + theta1) / bc1 + mh * theta1 + 2.0 * eta;
+      const double e_vh = e_v * (1.0 + theta2) / bc2 + vh * theta2 + 2.0 * eta;
+      // (A6) s = sqrt(vh + eps_root): the sum's rounding, the square root's sensitivity
+      // (|sqrt a - sqrt b| = |a - b| / (sqrt a + sqrt b) <= sqrt |a - b|), then five
+      // roundings (a square root within one ulp, and torch's sqrt(v) / sqrt(bc2) form).
+      const double w = vh + eps_root, e_w = e_vh + u * (w + e_vh) + eta;
+      const double s = std::sqrt(w);
+      const double e_s0 = std::min(std::sqrt(e_w), e_w / (s + std::sqrt(std::max(w - e_w, 0.0))));
+      const double e_s = e_s0 + g5 * (s + e_s0) + eta;
+      // (A7) D = s + eps, at least eps as computed (s >= 0); a = mh / D.
+      const double den = s + eps, e_den = e_s + u * (den + e_s) + eta;
+      const double den_low = std::max(den * (1.0 - 0x1p-50) - e_den, eps * (1.0 - u) - eta);
+      const double a = mh / den;
+      const double e_a0 = (e_mh + mh * e_den / den) / den_low;
+      const double e_a = e_a0 + u * (a + e_a0) + eta;
+      // (A8) the update, as (O4) with a for the direction.
+      const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau);
+      m_out[i].bound = e_m * evaluation_slack;
+      v_out[i].bound = e_v * evaluation_slack;
+      // Where ge^2 may pass the largest finite value, the second moment may be +inf and
+      // the direction mh / (sqrt(inf) + eps) = 0: a finite p' with no accuracy at all.
+      // Beyond that point no bound exists.
+      const bool square_over = over(ge_read * ge_read * (1.0 + g4));
+      p_out[i].bound =
+          square_over ? std::numeric_limits<double>::infinity() : e_p * evaluation_slack;
+      from_grad[i] = p_out[i].bound;
+      const bool read_over = inputs_over || p > omega || m > omega || v > omega;
+      const bool ge_over = g_bounds[i].may_overflow || read_over || over(ge_read * (1.0 + u));
+      m_out[i].may_overflow =
+          ge_over || over((m_read + (1.0 - b1) * (ge_read + m_read)) * (1.0 + g4));
+      v_out[i].may_overflow =
+          ge_over || over((v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) * (1.0 + g4)) ||
+          over(ge_read * ge_read);
+      p_out[i].may_overflow = m_out[i].may_overflow || v_out[i].may_overflow ||
+                              over((mh + e_mh) * (1.0 + g4)) || over((vh + e_vh) * (1.0 + g4)) ||
+                              over((a + e_a) * (1.0 + u)) ||
+                              over((p + tau + lr * (a + e_a) + lr * wd * p) * (1.0 + g4));
+    }
+  };
+  run(c.kernel, c.momentum_kernel, c.second_moment_kernel, exact.grad_kernel, bounds.grad_kernel,
+      exact.kernel, exact.momentum_kernel, exact.second_moment_kernel, bounds.kernel,
+      bounds.kernel_from_grad, bounds.momentum_kernel, bounds.second_moment_kernel);
+  run(c.bias, c.momentum_bias, c.second_moment_bias, exact.grad_bias, bounds.grad_bias, exact.bias,
+      exact.momentum_bias, exact.second_moment_bias, bounds.bias, bounds.bias_from_grad,
+      bounds.momentum_bias, bounds.second_moment_bias);
+}
+
 }  // namespace
 
 void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const ErrorModel& model,
                             StepBounds& bounds) {
   const Optimizer& o = c.optimizer;
   if (o.kind == Optimizer::Kind::sgd) return;
+  if (o.kind == Optimizer::Kind::adam)
+    return apply_adam_bounds(c, exact, operation_model(model), bounds);
   const OperationModel op = operation_model(model);
   const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;
   auto over = [omega](double magnitude) { return !(magnitude < omega); };
@@ -64,18 +199,8 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
                            ? e_ge + mu * e_b + g2 * (e.ge + e_ge + mu * (e.buffer_new + e_b)) +
                                  2.0 * eta * (1.0 + g2)
                            : e_b;
-    // (O4) the update. Coupled: p - lr d, as (U) with d for the gradient. Decoupled:
-    // p (1 - lr wd) - lr d in any of its forms, at most four roundings a term.
-    double e_p;
-    if (!decoupled || wd == 0.0) {
-      e_p = (1.0 + u) * (tau + lr * e_d + (1.0 + u) * tau * (e.direction + e_d) +
-                         u * lr * (e.direction + e_d) + eta) +
-            u * e.p_new + eta;
-    } else {
-      const double p_read = e.p + tau, lr_read = lr + tau, d_read = e.direction + e_d;
-      e_p = (1.0 + g4) * (tau * (1.0 + lr * wd) + lr * e_d + tau * (d_read + wd * p_read)) +
-            g4 * (p_read * (1.0 + lr_read * wd) + lr_read * d_read) + 4.0 * eta * (1.0 + g4);
-    }
+    // (O4) the update.
+    const double e_p = update_bound(decoupled, e.p, e.p_new, e.direction, e_d, lr, wd, u, eta, tau);
     b_bound.bound = e_b * evaluation_slack;
     // An intermediate beyond float32's range (the decayed gradient, the buffer, the
     // direction) makes +-inf or NaN acceptable downstream, even where lr is 0 (0 inf).

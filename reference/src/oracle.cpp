@@ -60,32 +60,53 @@ Poison find_poison(const Case& c) {
   o.kernel.assign(o.grad_kernel.size(), 0);
   o.grad_bias.assign(static_cast<std::size_t>(k), 0);
   o.bias.assign(o.grad_bias.size(), 0);
-  const bool momentum = c.optimizer.kind == Optimizer::Kind::momentum;
-  const bool buffer = momentum && !c.fresh_state();
-  if (momentum) {
+  const Optimizer& opt = c.optimizer;
+  const bool momentum = opt.kind == Optimizer::Kind::momentum;
+  const bool adam = opt.kind == Optimizer::Kind::adam;
+  const bool buffer = opt.kind != Optimizer::Kind::sgd && !c.fresh_state();
+  if (momentum || adam) {
     o.momentum_kernel.assign(o.kernel.size(), 0);
     o.momentum_bias.assign(o.bias.size(), 0);
   }
-  // The buffer after the step reads the gradient, the parameter (decay) and the buffer
-  // before; the parameter after it also reads lr.
-  auto optimizer = [&](bool g, float param, const std::vector<float>& before, std::size_t e,
-                       char& out, char* buffer_out) {
+  if (adam) {
+    o.second_moment_kernel.assign(o.kernel.size(), 0);
+    o.second_moment_bias.assign(o.bias.size(), 0);
+  }
+  // Momentum: the buffer after the step reads the gradient, the parameter (decay) and the
+  // buffer before; the parameter after it also reads lr.
+  // Adam: the decayed gradient reads the gradient (and, coupled, the parameter and wd);
+  // m' reads it, m and b1; v' reads it, v and b2; p' reads both, p, lr, eps, eps_root, wd.
+  const bool coupled_decay = opt.decay == Optimizer::Decay::coupled && opt.weight_decay != 0.0f;
+  auto optimizer = [&](bool g, float param, const std::vector<float>& before,
+                       const std::vector<float>& second, std::size_t e, char& out, char* buffer_out,
+                       char* second_out) {
+    if (adam) {
+      const bool ge = g || (coupled_decay && bad(param)) || bad(opt.weight_decay);
+      const bool m = ge || (buffer && bad(before[e])) || bad(opt.b1);
+      const bool v = ge || (buffer && bad(second[e])) || bad(opt.b2);
+      *buffer_out = m;
+      *second_out = v;
+      out = m || v || bad(param) || lr || bad(opt.eps) || bad(opt.eps_root);
+      return;
+    }
     const bool b = g || bad(param) || (buffer && bad(before[e]));
     if (buffer_out) *buffer_out = b;
     out = b || lr;
   };
+  const bool stateful = momentum || adam;
   for (int j = 0; j < k; ++j) {
     o.grad_bias[j] = column[j];
-    optimizer(column[j], c.bias[j], c.momentum_bias, j, o.bias[j],
-              momentum ? &o.momentum_bias[j] : nullptr);
+    optimizer(column[j], c.bias[j], c.momentum_bias, c.second_moment_bias, j, o.bias[j],
+              stateful ? &o.momentum_bias[j] : nullptr, adam ? &o.second_moment_bias[j] : nullptr);
   }
   for (int l = 0; l < d; ++l) {
     for (int j = 0; j < k; ++j) {
       const std::size_t e = static_cast<std::size_t>(l) * k + j;
       const bool g = column[j] || x_column[l];
       o.grad_kernel[e] = g;
-      optimizer(g, c.kernel[e], c.momentum_kernel, e, o.kernel[e],
-                momentum ? &o.momentum_kernel[e] : nullptr);
+      optimizer(g, c.kernel[e], c.momentum_kernel, c.second_moment_kernel, e, o.kernel[e],
+                stateful ? &o.momentum_kernel[e] : nullptr,
+                adam ? &o.second_moment_kernel[e] : nullptr);
     }
   }
   // Some input is non-finite (the early return above): the outputs are computed with it
@@ -159,6 +180,8 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
     mag.bias = magnitudes(exact.bias);
     mag.momentum_kernel = magnitudes(exact.momentum_kernel);
     mag.momentum_bias = magnitudes(exact.momentum_bias);
+    mag.second_moment_kernel = magnitudes(exact.second_moment_kernel);
+    mag.second_moment_bias = magnitudes(exact.second_moment_bias);
     mag.loss = exact.loss[0].value;
     bounds = error_bounds(finite, mag, model);
     apply_optimizer_bounds(finite, mag, model, bounds);

@@ -1,13 +1,15 @@
 #include "sgdc/reference/rounded_step.hpp"
 
+#include "adam_update.hpp"
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/rounding.hpp"
 
 namespace sgdc::reference {
 
 std::size_t RoundedStep::elements() const {
-  return residual.size() + loss.size() + kernel.size() + momentum_kernel.size() +
-         momentum_bias.size() + bias.size() + grad_kernel.size() + grad_bias.size();
+  std::size_t n = residual.size();
+  for (Output o : all_outputs) n += (*this)[o].size();
+  return n;
 }
 
 namespace {
@@ -40,6 +42,24 @@ RoundedStep round_exact_step(const Case& c) {
   s.grad_bias = round_all(exact.grad_bias);
   s.momentum_kernel = round_all(exact.momentum_kernel);
   s.momentum_bias = round_all(exact.momentum_bias);
+  s.second_moment_kernel = round_all(exact.second_moment_kernel);
+  s.second_moment_bias = round_all(exact.second_moment_bias);
+  if (c.optimizer.kind == Optimizer::Kind::adam) {
+    // The parameters through Adam's square root: enclosed until one float32 holds them.
+    const AdamUpdate adam(c);
+    auto parameters = [&](const std::vector<float>& p, const auto& m, const auto& v) {
+      std::vector<RoundedValue> out(p.size());
+      for (Eigen::Index i = 0; i < m.rows(); ++i) {
+        for (Eigen::Index j = 0; j < m.cols(); ++j) {
+          const std::size_t e = static_cast<std::size_t>(i * m.cols() + j);
+          out[e] = adam.parameter(p[e], m(i, j), v(i, j));
+        }
+      }
+      return out;
+    };
+    s.kernel = parameters(c.kernel, exact.momentum_kernel, exact.second_moment_kernel);
+    s.bias = parameters(c.bias, exact.momentum_bias, exact.second_moment_bias);
+  }
   s.fallback_elements = s.elements();
   s.exact_evaluated = true;
   return s;

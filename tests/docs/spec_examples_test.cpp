@@ -146,6 +146,7 @@ TEST(SpecExamples, EveryTagIsChecked) {
                                                "shards-input_chunks",
                                                "shards-output_chunks-momentum",
                                                "step-momentum",
+                                               "step-adam",
                                                "bye",
                                                "step-binary",
                                                "result-binary",
@@ -180,6 +181,18 @@ TEST(SpecExamples, MomentumStep) {
   c.momentum_kernel = {1.0f};
   c.momentum_bias = {2.0f};
   EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step-momentum"))), parsed(encode_step(8, c)));
+}
+
+TEST(SpecExamples, AdamStep) {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.9f;
+  c.optimizer.b2 = 0.999f;
+  c.optimizer.eps = 1e-8f;
+  c.optimizer.weight_decay = 0.01f;
+  c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+  c.validate();
+  EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step-adam"))), parsed(encode_step(9, c)));
 }
 
 TEST(SpecExamples, MomentumShardLayout) {

@@ -28,34 +28,37 @@ long agreement_cases() {
   return text != nullptr ? std::stol(text) : 100000;
 }
 
-// Cases that draw a momentum optimizer in half the cases, with every option.
-properties::CaseSpace with_momentum() {
+// Cases that draw momentum in a third of the cases and Adam in another, with every
+// option (Adam's parameters through its square root: enclosed, not rational).
+properties::CaseSpace with_optimizers() {
   properties::CaseSpace space;
   space.momentum = properties::MomentumSupport{
       .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
+  space.adam =
+      properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
   return space;
 }
 
 // One generator per kind of case, drawn in turn: the default mixture, each value
 // spread with cancellation-prone targets, and special values (NaN, inf, -0, subnormal,
-// near overflow), at sizes up to 12 (N, D, K); every other kind with momentum too.
+// near overflow), at sizes up to 12 (N, D, K); every other kind with the optimizers too.
 rc::Gen<Case> generator(long i) {
   switch (i % 6) {
     case 0:
       return properties::any_case(properties::CaseSpace{}, 12);
     case 1:
-      return properties::any_case(with_momentum(), 12);
+      return properties::any_case(with_optimizers(), 12);
     case 2:
       return properties::cases(properties::CaseSpace{}, {.spread = properties::Spread::unit,
                                                          .lr = properties::LrRegime::tiny,
                                                          .cancellation = true});
     case 3:
-      return properties::cases(with_momentum(), {.spread = properties::Spread::wide,
-                                                 .lr = properties::LrRegime::mixed,
-                                                 .cancellation = true});
+      return properties::cases(with_optimizers(), {.spread = properties::Spread::wide,
+                                                   .lr = properties::LrRegime::mixed,
+                                                   .cancellation = true});
     case 4:
-      return properties::cases(with_momentum(), {.spread = properties::Spread::extreme,
-                                                 .lr = properties::LrRegime::mixed});
+      return properties::cases(with_optimizers(), {.spread = properties::Spread::extreme,
+                                                   .lr = properties::LrRegime::mixed});
     default:
       return properties::special_cases(properties::CaseSpace{});
   }

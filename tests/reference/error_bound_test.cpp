@@ -132,6 +132,29 @@ TEST(ErrorBound, SoundWithMomentumOnWideMagnitudes) {
       .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
   soundness({.spread = properties::Spread::wide, .max_dim = 10}, 7, "1e-3..1e3, momentum", space);
 }
+// Adam (half the cases; both decay conventions, eps_root, fresh and carried moments, a
+// tiny second moment in a quarter of those, where eps dominates): the moments and the
+// update within their bounds (docs/error-model.md, section 14) under every correct
+// strategy, textbook float32, torch's and optax's forms among them.
+TEST(ErrorBound, SoundWithAdam) {
+  properties::CaseSpace space;
+  space.adam =
+      properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+  const auto ratios =
+      soundness({.spread = properties::Spread::unit, .max_dim = 10}, 8, "unit normal, Adam", space);
+  for (const char* name : {"builtin:float32 second_moment_kernel", "builtin:adam-torch kernel",
+                           "builtin:adam-optax kernel"})
+    EXPECT_TRUE(ratios.count(name)) << name;
+  for (const auto& [name, r] : ratios)
+    if (name.find("float64") == std::string::npos && name.find("-matmul") == std::string::npos)
+      EXPECT_GT(r.max(), 0.1) << name;
+}
+TEST(ErrorBound, SoundWithAdamOnWideMagnitudes) {
+  properties::CaseSpace space;
+  space.adam =
+      properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+  soundness({.spread = properties::Spread::wide, .max_dim = 10}, 9, "1e-3..1e3, Adam", space);
+}
 TEST(ErrorBound, SoundOnWideMagnitudes) {
   soundness({.spread = properties::Spread::wide, .max_dim = 10}, 2, "magnitudes 1e-3..1e3");
 }

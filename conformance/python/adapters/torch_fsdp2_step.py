@@ -19,10 +19,14 @@ Per case, on each rank r of S (what a training step under FSDP2 does):
      (`distribute_tensor(..., src_data_rank=None)`: the rank's own chunk, no collective);
   2. its rows of the batch: `torch.tensor_split(x, S)[r]` (possibly none);
   3. forward (FSDP2 all-gathers the parameters first), and the loss of its rows
-     normalised for the whole batch: sum of squared residuals * S / (N * K). FSDP2
-     averages the gradients over the S ranks, so the sum of these over the ranks is the
-     mean over all N * K elements and the gradient is the baseline's, however unevenly
-     the rows are split (a rank with no rows contributes an exact zero);
+     normalised for the whole batch: sum of squared residuals / (N * K). FSDP2 is set
+     to sum the ranks' gradients, not average them (set_gradient_divide_factor(1.0); gloo
+     has no PREMUL_SUM, so with set_force_sum_reduction_for_comms(True)), so the sum
+     over the ranks is the mean over all N * K elements and the gradient is the
+     baseline's, however unevenly the rows are split (a rank with no rows contributes an
+     exact zero). Scaling each rank's loss by S / (N * K) under FSDP2's default average
+     gives the same gradient in exact arithmetic, but multiplies the gradient by S before
+     the reduction divides it: it overflows S times sooner;
   4. backward (FSDP2 reduce-scatters the gradients: each rank keeps the averaged
      gradient of its own rows of the parameters), and `torch.optim.SGD` steps the local
      shards; the reported loss is the all-reduced sum of squares / (N * K), taken before
@@ -47,9 +51,8 @@ Mutants (--mutant, each a bug a user of FSDP2 could write; the suite must reject
   mean_of_shard_means  each rank's loss is F.mse_loss over its own rows, as tutorials
                        write it: the mean of the ranks' means, wrong when N % S != 0
                        (and NaN on a rank with no rows)
-  missing_average      the gradients are summed over the ranks, not averaged
-                       (set_gradient_divide_factor(1.0); gloo has no PREMUL_SUM, so with
-                       set_force_sum_reduction_for_comms(True)): S times the gradient
+  missing_average      each rank's loss scaled by S / (N * K), as for FSDP2's default
+                       average, while the gradients are summed: S times the gradient
   reduce_dtype_bf16    MixedPrecisionPolicy(reduce_dtype=torch.bfloat16): the gradients
                        are reduced in bfloat16 (rounded to 8 bits even at S = 1)
   drop_remainder_rows  each rank takes N // S rows; the N % S remainder rows are lost
@@ -150,9 +153,9 @@ class Rank:
             # only while a pass needs them.
             fully_shard(model, mesh=self.meshes[shards], mp_policy=policy,
                         reshard_after_forward=True)
-            if self.mutant == "missing_average":
-                model.set_gradient_divide_factor(1.0)
-                model.set_force_sum_reduction_for_comms(True)
+            # Summed, not averaged: each rank's loss is already normalised for the batch.
+            model.set_gradient_divide_factor(1.0)
+            model.set_force_sum_reduction_for_comms(True)
             model.to_empty(device="cpu")
             self.models[key] = model, torch.optim.SGD(model.parameters(), lr=0.0)
         return self.models[key]
@@ -211,7 +214,9 @@ class Rank:
             loss /= shards
         else:
             squares = ((out - yr) ** 2).sum()
-            local_loss = squares * (shards / (n * k))  # FSDP2 averages: the global mean
+            # The ranks' gradients are summed: each rank's share of the global mean.
+            scale = shards / (n * k) if self.mutant == "missing_average" else 1.0 / (n * k)
+            local_loss = squares * scale
             loss = squares.detach().clone()
             dist.all_reduce(loss, group=group)
             loss /= n * k

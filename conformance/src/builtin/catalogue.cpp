@@ -59,8 +59,18 @@ std::vector<Entry> make_catalogue() {
                       "of mean() does",
                       Recipe{.order = Order::pairwise, .scale_first = true}));
   c.push_back(variant("float64-buffer",
-                      "float32 gradients; the momentum buffer and direction computed in double",
+                      "float32 gradients; the momentum buffer (Adam: both moments) and the "
+                      "direction computed in double",
                       Recipe{.order = Order::sequential, .wide_state = true}));
+  c.push_back(variant("adam-torch",
+                      "Adam as torch.optim.Adam(W) computes it: lerp for the first moment, "
+                      "fused multiply-adds, bias corrections in double folded into lr / bc1 "
+                      "and sqrt(v) / sqrt(bc2)",
+                      Recipe{.order = Order::sequential, .adam = AdamForm::torch}));
+  c.push_back(variant("adam-optax",
+                      "Adam as optax under jit computes it: fused multiply-adds, bias "
+                      "corrections in float32 applied as reciprocals, p' = fma(-lr, u, p)",
+                      Recipe{.order = Order::pairwise, .adam = AdamForm::optax_fused}));
   c.push_back(reduced_matmul("tf32-matmul", reference::formats::tf32, true,
                              "products read x, W and the residual's gradient rounded to TF32, "
                              "accumulate in float32 (tensor cores with TF32 on); declares "
@@ -127,6 +137,21 @@ std::vector<Entry> make_catalogue() {
   c.push_back(mutant("buffer-shared", Bug::buffer_shared,
                      "the bias's momentum buffer read from the kernel's (one buffer for two "
                      "parameters)"));
+  c.push_back(mutant("adam-bias-correction-off-by-one", Bug::adam_bias_correction_off_by_one,
+                     "Adam's bias correction 1 - b^t with t the counter before the step, not "
+                     "after (the increment placed after its use)"));
+  c.push_back(mutant("adam-eps-inside", Bug::adam_eps_inside,
+                     "eps inside the square root, sqrt(vh + eps), where the declaration puts it "
+                     "outside"));
+  c.push_back(mutant("adam-b2-on-gradient", Bug::adam_b2_on_gradient,
+                     "the second moment averages the gradient, not its square"));
+  c.push_back(mutant("adam-decay-in-moment", Bug::adam_decay_in_moment,
+                     "decoupled weight decay also added to the first moment's gradient"));
+  c.push_back(mutant("adam-moments-bfloat16", Bug::adam_moments_bfloat16,
+                     "both moments kept in bfloat16 (a low-precision optimizer state) without "
+                     "declaring it"));
+  c.push_back(mutant("adam-state-not-advanced", Bug::adam_state_not_advanced,
+                     "the moments returned as they came in (state not threaded back)"));
   c.push_back(reduced_matmul("tf32-matmul-undeclared", reference::formats::tf32, false,
                              "TF32 products (torch.backends.cuda.matmul.allow_tf32 left on) "
                              "declared as float32"));
@@ -148,6 +173,8 @@ class Builtin final : public properties::Implementation {
     declaration_.arithmetic = entry.arithmetic;
     declaration_.capabilities.momentum = properties::MomentumSupport{
         .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
+    declaration_.capabilities.adam =
+        properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
   }
   const properties::Declaration& declaration() const override { return declaration_; }
   properties::StepOutcome step(const reference::Case& c) override {

@@ -1,5 +1,7 @@
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
+#include "adam_step.hpp"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -386,9 +388,17 @@ reference::StepResult eigen_step(const reference::Case& c) {
 
 reference::StepResult float32_step(const reference::Case& c, const Recipe& recipe) {
   c.validate();
-  if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) return eigen_step(c);
-  if (recipe.wide) return LoopStep<double>(c, recipe).run();
-  return LoopStep<float>(c, recipe).run();
+  reference::StepResult out;
+  if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) {
+    out = eigen_step(c);
+  } else if (recipe.wide) {
+    out = LoopStep<double>(c, recipe).run();
+  } else {
+    out = LoopStep<float>(c, recipe).run();
+  }
+  // Adam's update from the gradients (the loops above leave its parameters as plain SGD's).
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) adam_step(c, recipe, out);
+  return out;
 }
 
 }  // namespace sgdc::conformance::builtin

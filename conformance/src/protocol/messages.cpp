@@ -259,6 +259,30 @@ properties::MomentumSupport momentum_support(const json& v) {
   return out;
 }
 
+// The hello reply's "adam": {"weight_decay": ["coupled", "decoupled"], "eps_root": bool}
+// (each optional: none, false).
+properties::AdamSupport adam_support(const json& v) {
+  if (!v.is_object()) bad(fmt::format("adam is not an object: {}", show(v)));
+  properties::AdamSupport out;
+  if (const auto it = v.find("eps_root"); it != v.end()) {
+    if (!it->is_boolean()) bad(fmt::format("adam.eps_root is not true or false: {}", show(*it)));
+    out.eps_root = it->get<bool>();
+  }
+  if (const auto it = v.find("weight_decay"); it != v.end()) {
+    if (!it->is_array()) bad(fmt::format("adam.weight_decay is not a list: {}", show(*it)));
+    for (const json& e : *it) {
+      const auto decay =
+          e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
+      if (!decay)
+        bad(fmt::format("adam.weight_decay lists {}, expected \"coupled\" or \"decoupled\"",
+                        show(e)));
+      (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
+          true;
+    }
+  }
+  return out;
+}
+
 // The hello reply's "compute_format": a name ("tf32", ...) or {"fraction_bits": ..,
 // "min_exponent": .., "max_exponent": ..}.
 reference::Format decode_format(const json& v) {
@@ -326,10 +350,20 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
   if (o.kind != reference::Optimizer::Kind::sgd) {
     // Sent only for another optimizer than plain SGD: a v1 step stays as it was.
     j["optimizer"] = to_string(o.kind);
-    j["momentum"] = write(std::span<const float>(&o.momentum, 1));
-    j["dampening"] = write(std::span<const float>(&o.dampening, 1));
-    j["nesterov"] = o.nesterov;
-    j["weight_decay"] = write(std::span<const float>(&o.weight_decay, 1));
+    auto scalar = [&](const char* name, const float& v) {
+      j[name] = write(std::span<const float>(&v, 1));
+    };
+    if (o.kind == reference::Optimizer::Kind::momentum) {
+      scalar("momentum", o.momentum);
+      scalar("dampening", o.dampening);
+      j["nesterov"] = o.nesterov;
+    } else {
+      scalar("b1", o.b1);
+      scalar("b2", o.b2);
+      scalar("eps", o.eps);
+      scalar("eps_root", o.eps_root);
+    }
+    scalar("weight_decay", o.weight_decay);
     j["decay"] = to_string(o.decay);
   }
   for (const reference::InputArray& in : reference::input_arrays) {
@@ -420,7 +454,8 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
         m->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
       bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", show(*m)));
     const auto value = as_int64(*m);
-    if (!value || *value < 1) bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
+    if (!value || *value < 1)
+      bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
     d.capabilities.max_shards = static_cast<int>(*value);
   }
   ArrayEncoding arrays = ArrayEncoding::base64;
@@ -447,6 +482,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
   if (const auto m = j.find("momentum"); m != j.end())
     d.capabilities.momentum = momentum_support(*m);
+  if (const auto a = j.find("adam"); a != j.end()) d.capabilities.adam = adam_support(*a);
   return Hello{std::move(d), arrays, positive_count(j, "max_in_flight"),
                positive_count(j, "max_batch")};
 }
@@ -509,9 +545,11 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
     // like unknown fields.
     if (!reports(out, c, promised.grads)) continue;
     if (out.reported == reference::Reported::with_grads) required(j, out.name, "grads");
-    if (out.reported == reference::Reported::with_momentum) {
+    if (out.reported == reference::Reported::with_momentum ||
+        out.reported == reference::Reported::with_adam) {
       if (j.find(out.name) == j.end())
-        bad(fmt::format("answer lacks {}, which a step with momentum returns", out.name));
+        bad(fmt::format("answer lacks {}, which a {} step returns", out.name,
+                        to_string(c.optimizer.kind)));
     }
     const auto count =
         static_cast<std::int64_t>(reference::element_count(out.extent, c.n, c.d, c.k));
@@ -571,6 +609,12 @@ std::string encode_hello_reply(const properties::Declaration& d) {
     if (m->decoupled_decay) decays.push_back("decoupled");
     j["momentum"] = {
         {"dampening", m->dampening}, {"nesterov", m->nesterov}, {"weight_decay", decays}};
+  }
+  if (const auto& a = d.capabilities.adam) {
+    ojson decays = ojson::array();
+    if (a->coupled_decay) decays.push_back("coupled");
+    if (a->decoupled_decay) decays.push_back("decoupled");
+    j["adam"] = {{"weight_decay", decays}, {"eps_root", a->eps_root}};
   }
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }

@@ -479,8 +479,7 @@ TEST(Messages, HelloComputeFormat) {
 
 // The minimal hello reply, with `fields` (",..." or "") before its closing brace.
 std::string hello_with(const std::string& fields) {
-  return R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])" + fields +
-         "}";
+  return R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])" + fields + "}";
 }
 
 TEST(Messages, HelloMaxShards) {
@@ -517,7 +516,8 @@ TEST(Messages, HelloMaxBatch) {
     expect_hello_error(hello_with(R"(,"max_batch":)" + bad),
                        "max_batch is not a positive integer: " + bad);
   }
-  expect_hello_error(hello_with(R"(,"max_batch":1e3)"), "max_batch is not a positive integer: 1000.0");
+  expect_hello_error(hello_with(R"(,"max_batch":1e3)"),
+                     "max_batch is not a positive integer: 1000.0");
   // Each field is read for itself: a bad max_batch is not blamed on max_in_flight.
   expect_hello_error(hello_with(R"(,"max_in_flight":8,"max_batch":0)"),
                      "max_batch is not a positive integer: 0");
@@ -533,9 +533,8 @@ TEST(Messages, HelloPlacement) {
               rule)
         << name;
   }
-  for (const std::string bad :
-       {R"("rows")", R"("")", R"("Flat")", R"(" flat")", "1", "null", "true", R"(["flat"])",
-        R"({"rule":"flat"})"}) {
+  for (const std::string bad : {R"("rows")", R"("")", R"("Flat")", R"(" flat")", "1", "null",
+                                "true", R"(["flat"])", R"({"rule":"flat"})"}) {
     expect_hello_error(
         hello_with(R"(,"placement":)" + bad),
         "placement is " + bad + R"(, expected "flat", "output_chunks" or "input_chunks")");
@@ -553,9 +552,9 @@ TEST(Messages, HelloCounter) {
                           CounterType::float32, CounterType::float64}) {
     const bool is_float = type == CounterType::float32 || type == CounterType::float64;
     for (const auto end : {CounterEnd::wrap, CounterEnd::saturate}) {
-      const std::string reply = hello_with(R"(,"counter":{"dtype":")" +
-                                           std::string(to_string(type)) + R"(","at_end":")" +
-                                           to_string(end) + R"(","bits":64})");
+      const std::string reply =
+          hello_with(R"(,"counter":{"dtype":")" + std::string(to_string(type)) + R"(","at_end":")" +
+                     to_string(end) + R"(","bits":64})");
       if (is_float && end == CounterEnd::wrap) {
         expect_hello_error(reply, std::string(R"(counter.at_end is "wrap" for a )") +
                                       to_string(type) + " counter, which can only saturate");
@@ -619,9 +618,9 @@ TEST(Messages, HelloMomentum) {
     expect_hello_error(hello_with(R"(,"momentum":{"weight_decay":)" + bad + "}"),
                        "momentum.weight_decay is not a list: " + bad);
   for (const std::string bad : {R"("l2")", R"("Coupled")", R"("")", "1", "null", R"(["coupled"])"})
-    expect_hello_error(hello_with(R"(,"momentum":{"weight_decay":["coupled",)" + bad + "]}"),
-                       "momentum.weight_decay lists " + bad +
-                           R"(, expected "coupled" or "decoupled")");
+    expect_hello_error(
+        hello_with(R"(,"momentum":{"weight_decay":["coupled",)" + bad + "]}"),
+        "momentum.weight_decay lists " + bad + R"(, expected "coupled" or "decoupled")");
 }
 
 TEST(Messages, HelloReplyEncodesEveryDeclarationBack) {
@@ -640,8 +639,7 @@ TEST(Messages, HelloReplyEncodesEveryDeclarationBack) {
   EXPECT_EQ(back.counter.at_end, reference::CounterEnd::saturate);
   ASSERT_TRUE(back.capabilities.momentum.has_value());
   EXPECT_TRUE(back.capabilities.momentum->nesterov && back.capabilities.momentum->decoupled_decay);
-  EXPECT_FALSE(back.capabilities.momentum->dampening ||
-               back.capabilities.momentum->coupled_decay);
+  EXPECT_FALSE(back.capabilities.momentum->dampening || back.capabilities.momentum->coupled_decay);
 }
 
 // The worked example as a momentum step (the spec's step-momentum example).
@@ -677,16 +675,16 @@ TEST(Messages, MomentumResultDecodes) {
   EXPECT_EQ(decode_answer(momentum_answer(momentum_buffer), 7, fresh, {}).result->momentum_bias,
             std::vector<float>{-0.5f});
   // A plain SGD step has no buffer: one in its answer is ignored, like an unknown field.
-  const properties::StepOutcome plain = decode_answer(
-      momentum_answer(R"(,"momentum_kernel":[1],"momentum_bias":"!")"), 7,
-      reference::worked_example(), {});
+  const properties::StepOutcome plain =
+      decode_answer(momentum_answer(R"(,"momentum_kernel":[1],"momentum_bias":"!")"), 7,
+                    reference::worked_example(), {});
   ASSERT_TRUE(plain.result.has_value());
   EXPECT_TRUE(plain.result->momentum_kernel.empty());
   EXPECT_TRUE(plain.result->momentum_bias.empty());
   // Encoded again, the buffer decodes again.
-  EXPECT_EQ(decode_answer(encode_result(7, *out.result), 7, momentum_case(), {})
-                .result->momentum_kernel,
-            std::vector<float>{4.0f});
+  EXPECT_EQ(
+      decode_answer(encode_result(7, *out.result), 7, momentum_case(), {}).result->momentum_kernel,
+      std::vector<float>{4.0f});
 }
 
 TEST(Messages, MomentumResultRejections) {
@@ -694,13 +692,13 @@ TEST(Messages, MomentumResultRejections) {
   const auto expect = [&](const std::string& buffer, const std::string& needle) {
     expect_protocol_error(momentum_answer(buffer), needle, {}, c);
   };
-  expect("", "answer lacks momentum_kernel, which a step with momentum returns");
+  expect("", "answer lacks momentum_kernel, which a momentum step returns");
   expect(R"(,"momentum_kernel":"AACAQA==")",
-         "answer lacks momentum_bias, which a step with momentum returns");
+         "answer lacks momentum_bias, which a momentum step returns");
   expect(R"(,"momentum_bias":"AAAAvw==")", "answer lacks momentum_kernel");
-  for (const auto& [key, other] : {std::pair<std::string, std::string>{
-                                       "momentum_kernel", R"("momentum_bias":"AAAAvw==")"},
-                                   {"momentum_bias", R"("momentum_kernel":"AACAQA==")"}}) {
+  for (const auto& [key, other] :
+       {std::pair<std::string, std::string>{"momentum_kernel", R"("momentum_bias":"AAAAvw==")"},
+        {"momentum_bias", R"("momentum_kernel":"AACAQA==")"}}) {
     const auto with = [&](const std::string& value) {
       return ",\"" + key + "\":" + value + "," + other;
     };
@@ -729,9 +727,8 @@ TEST(Messages, BinaryMomentumResult) {
       R"({"op":"result","id":7,"loss":{"offset":0,"count":1},"kernel":{"offset":4,"count":1},)"
       R"("bias":{"offset":8,"count":1},)";
   const std::string payload = le_bytes({2.5f, 0.5f, -0.3f, 4.0f, -0.5f});
-  const std::string good = head +
-                           R"("momentum_kernel":{"offset":12,"count":1},)"
-                           R"("momentum_bias":{"offset":16,"count":1},"payload":20})";
+  const std::string good = head + R"("momentum_kernel":{"offset":12,"count":1},)"
+                                  R"("momentum_bias":{"offset":16,"count":1},"payload":20})";
   const properties::StepOutcome out =
       decode_answer(Frame{good, payload}, 7, c, {}, ArrayEncoding::binary);
   ASSERT_TRUE(out.result.has_value());
@@ -758,7 +755,7 @@ TEST(Messages, BinaryMomentumResult) {
   expect(good, payload.substr(0, 17),
          "momentum_bias (bytes 16 to 20) lies outside the 17-byte payload");
   expect(with(R"("momentum_bias":{"offset":16,"count":1},)", ""), payload,
-         "answer lacks momentum_bias, which a step with momentum returns");
+         "answer lacks momentum_bias, which a momentum step returns");
   expect(with(R"({"offset":12,"count":1})", R"({"offset":12,"count":2})"), payload,
          "momentum_kernel has 2 values, expected 1");
   expect(with(R"({"offset":12,"count":1})", R"({"offset":12})"), payload,
@@ -779,11 +776,11 @@ std::string shards_answer(const std::string& shards) {
 }
 
 TEST(Messages, ShardsWithOptimizerState) {
-  const properties::StepOutcome out = decode_answer(
-      shards_answer(R"([{"kernel":1,"bias":1,"state_kernel":1,"state_bias":1},)"
-                    R"({"kernel":0,"bias":0,"state_kernel":0,"state_bias":0},)"
-                    R"({"kernel":0,"bias":0,"state_kernel":2147483647}])"),
-      7, reference::worked_example(), all_capabilities());
+  const properties::StepOutcome out =
+      decode_answer(shards_answer(R"([{"kernel":1,"bias":1,"state_kernel":1,"state_bias":1},)"
+                                  R"({"kernel":0,"bias":0,"state_kernel":0,"state_bias":0},)"
+                                  R"({"kernel":0,"bias":0,"state_kernel":2147483647}])"),
+                    7, reference::worked_example(), all_capabilities());
   ASSERT_TRUE(out.result && out.result->shards);
   const std::vector<reference::ShardPart>& s = *out.result->shards;
   ASSERT_EQ(s.size(), 3u);
@@ -793,15 +790,14 @@ TEST(Messages, ShardsWithOptimizerState) {
   EXPECT_EQ(s[2].state_kernel, 2147483647);
   EXPECT_FALSE(s[2].state_bias.has_value()) << "reported alone; the placement property asks";
   // Without state counts (plain SGD) both stay empty.
-  const properties::StepOutcome plain = decode_answer(shards_answer(R"([{"kernel":1,"bias":1}])"),
-                                                      7, reference::worked_example(),
-                                                      all_capabilities());
+  const properties::StepOutcome plain =
+      decode_answer(shards_answer(R"([{"kernel":1,"bias":1}])"), 7, reference::worked_example(),
+                    all_capabilities());
   EXPECT_FALSE(plain.result->shards->at(0).state_kernel.has_value());
   EXPECT_FALSE(plain.result->shards->at(0).state_bias.has_value());
   // Encoded again, the state counts decode again.
-  const properties::StepOutcome again =
-      decode_answer(encode_result(7, *out.result), 7, reference::worked_example(),
-                    all_capabilities());
+  const properties::StepOutcome again = decode_answer(
+      encode_result(7, *out.result), 7, reference::worked_example(), all_capabilities());
   EXPECT_EQ(again.result->shards->at(0).state_kernel, 1);
   EXPECT_EQ(again.result->shards->at(2).state_kernel, 2147483647);
   EXPECT_FALSE(again.result->shards->at(2).state_bias.has_value());
@@ -820,7 +816,8 @@ TEST(Messages, ShardCountRejections) {
       expect_protocol_error(with(bad),
                             "shards[1]." + key + " is not a non-negative integer: " + bad);
     }
-    expect_protocol_error(with("1e3"), "shards[1]." + key + " is not a non-negative integer: 1000.0");
+    expect_protocol_error(with("1e3"),
+                          "shards[1]." + key + " is not a non-negative integer: 1000.0");
     for (const std::string big : {"2147483648", "9223372036854775807", "18446744073709551615"}) {
       expect_protocol_error(with(big),
                             "shards[1]." + key + " is " + big + ", more than the largest count");
@@ -841,19 +838,18 @@ TEST(Messages, WrongShardCountIsLeftToThePlacementProperty) {
     ASSERT_TRUE(out.result && out.result->shards) << list;
     const auto why = properties::sharding::layout_violation(*out.result->shards, 1, 1, 1);
     ASSERT_TRUE(why.has_value()) << list;
-    EXPECT_NE(why->find(std::to_string(out.result->shards->size()) +
-                        " shards reported for num_shards=1"),
-              std::string::npos)
+    EXPECT_NE(
+        why->find(std::to_string(out.result->shards->size()) + " shards reported for num_shards=1"),
+        std::string::npos)
         << *why;
   }
   // Counts at the largest the decoder reads keep the placement check's sums in range.
-  const properties::StepOutcome huge = decode_answer(
-      shards_answer(R"([{"kernel":2147483647,"bias":2147483647,)"
-                    R"("state_kernel":2147483647,"state_bias":2147483647}])"),
-      7, reference::worked_example(), all_capabilities());
-  const auto why = properties::sharding::layout_violation(*huge.result->shards, 1, 1, 1,
-                                                          properties::sharding::PlacementRule::flat,
-                                                          1);
+  const properties::StepOutcome huge =
+      decode_answer(shards_answer(R"([{"kernel":2147483647,"bias":2147483647,)"
+                                  R"("state_kernel":2147483647,"state_bias":2147483647}])"),
+                    7, reference::worked_example(), all_capabilities());
+  const auto why = properties::sharding::layout_violation(
+      *huge.result->shards, 1, 1, 1, properties::sharding::PlacementRule::flat, 1);
   ASSERT_TRUE(why.has_value());
   EXPECT_NE(why->find("stored 2147483647 times over"), std::string::npos) << *why;
 }

@@ -3,10 +3,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <functional>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -379,7 +379,6 @@ TEST(Counterexample, PropertyOnlyFailuresReplayThroughTheProperty) {
   EXPECT_NE(r.failures.back().find("step_counter: "), std::string::npos) << r.failures.back();
 }
 
-
 // --- SGD with momentum: inputs.optimizer, the buffers in inputs and outputs ---
 
 // The worked example as a Nesterov momentum step with coupled decay and a buffer (the
@@ -416,8 +415,8 @@ Json scalar_json(float v) {
 TEST(Momentum, FixturesRoundTripAndAgreeWithTheOracle) {
   for (const bool fresh : {false, true}) {
     reference::Case c = momentum_inputs(fresh);
-    for (const auto decay : {reference::Optimizer::Decay::coupled,
-                             reference::Optimizer::Decay::decoupled}) {
+    for (const auto decay :
+         {reference::Optimizer::Decay::coupled, reference::Optimizer::Decay::decoupled}) {
       c.optimizer.decay = decay;
       const Fixture f = momentum_fixture(c);
       const std::string text = to_json_text(f);
@@ -478,8 +477,8 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
       f, [](Json& j) { j["inputs"]["optimizer"]["decay"] = nullptr; }, "inputs.optimizer.decay",
       "expected a string, got null");
   expect_malformed(
-      f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = "yes"; },
-      "inputs.optimizer.nesterov", "expected true or false, got a string");
+      f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = "yes"; }, "inputs.optimizer.nesterov",
+      "expected true or false, got a string");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = 1; }, "inputs.optimizer.nesterov",
       "expected true or false, got an integer");
@@ -530,8 +529,8 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
 TEST(Momentum, NonFiniteBufferElementsAreInputs) {
   // Like a NaN or infinite parameter, a non-finite buffer element is an input whose
   // outputs are due non-finite; the others are checked as usual.
-  for (const float bad : {std::numeric_limits<float>::quiet_NaN(),
-                          -std::numeric_limits<float>::infinity()}) {
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
     reference::Case c = momentum_inputs();
     c.momentum_kernel = {bad};
     const Fixture f = momentum_fixture(c);
@@ -565,7 +564,10 @@ TEST(Momentum, MalformedBuffersNameTheField) {
       f, [](Json& j) { j["inputs"].erase("momentum_kernel"); }, "inputs.momentum_kernel",
       "momentum_kernel and momentum_bias come together");
   expect_malformed(
-      f, [](Json& j) { j["inputs"]["momentum_kernel"]["shape"] = {2, 1}; },
+      f,
+      [](Json& j) {
+        j["inputs"]["momentum_kernel"]["shape"] = {2, 1};
+      },
       "inputs.momentum_kernel.shape", "[2, 1], expected [1, 1]");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["momentum_bias"]["shape"] = Json::array(); },

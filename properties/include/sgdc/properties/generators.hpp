@@ -33,7 +33,17 @@ struct CaseSpace {
   /// SGD with momentum, when the implementation takes it: then half the cases draw a
   /// momentum optimizer within what it declares (the rest plain SGD).
   std::optional<MomentumSupport> momentum;
+  /// Adam, when the implementation takes it: the cases are then split evenly between
+  /// plain SGD, momentum (if taken) and Adam.
+  std::optional<AdamSupport> adam;
 };
+
+/// An Adam optimizer within `support`: b1 0.9 in one case of four, 0 in one of eight, else
+/// 1 - log-uniform in [0.001, 0.5]; b2 0.999 in one case of four, else 1 - log-uniform in
+/// [1e-4, 0.1]; eps 1e-8 in one case of three, else log-uniform in [1e-12, 1e-2];
+/// eps_root (when taken) 0 in half the cases, else log-uniform in [1e-16, 1e-4]; weight
+/// decay as for momentum.
+reference::Optimizer draw_adam(std::mt19937_64& rng, const AdamSupport& support);
 
 /// A momentum optimizer within `support`: momentum 0.9 in one case of four, 0 in one of
 /// eight, else log-uniform in [0.5, 0.999]; dampening (when taken) 0 in half the cases,

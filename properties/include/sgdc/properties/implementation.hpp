@@ -27,6 +27,14 @@ struct MomentumSupport {
   bool decoupled_decay = false;  ///< weight decay added to the direction (outside the buffer)
 };
 
+/// What an implementation of Adam takes (hello field "adam"); with it, the implementation
+/// returns both moments after every Adam step.
+struct AdamSupport {
+  bool coupled_decay = false;    ///< weight decay added to the gradient (torch.optim.Adam)
+  bool decoupled_decay = false;  ///< weight decay outside the moments (AdamW)
+  bool eps_root = false;         ///< an eps_root other than 0 (optax)
+};
+
 /// Optional outputs and behaviours an implementation promises.
 struct Capabilities {
   bool grads = false;         ///< reports grad_kernel and grad_bias
@@ -42,6 +50,8 @@ struct Capabilities {
   sharding::PlacementRule placement = sharding::PlacementRule::flat;
   /// SGD with momentum, when the implementation offers it (plain SGD otherwise).
   std::optional<MomentumSupport> momentum;
+  /// Adam, when the implementation offers it.
+  std::optional<AdamSupport> adam;
 };
 
 /// Who is under test and how it computes.

@@ -5,6 +5,7 @@
 /// stepping and hands the planned steps of many cases to Implementation::step_batch.
 
 #include <rapidcheck.h>
+#include <deque>
 
 #include <functional>
 #include <span>
@@ -60,7 +61,8 @@ class Context {
 
  private:
   const Declaration& declaration_;
-  std::vector<std::pair<reference::Case, reference::Expectation>> expectations_;
+  // A deque: expect() hands out references that must survive later insertions.
+  std::deque<std::pair<reference::Case, reference::Expectation>> expectations_;
 };
 
 /// One property of a correct step, checkable against any Implementation.

@@ -19,11 +19,12 @@ struct Optimizer {
   enum class Kind {
     sgd,       ///< p' = p - lr (g + wd p)
     momentum,  ///< SGD with a momentum buffer (heavy ball or Nesterov)
+    adam,      ///< Adam: two moments, bias correction (AdamW with decoupled decay)
   };
-  /// Where the weight decay enters with momentum.
+  /// Where the weight decay enters with momentum or Adam.
   enum class Decay {
-    coupled,    ///< added to the gradient, so it enters the buffer (torch.optim.SGD)
-    decoupled,  ///< added to the buffer's direction, outside the buffer
+    coupled,    ///< added to the gradient, so it enters the state (torch.optim.SGD, Adam)
+    decoupled,  ///< added to the state's direction, outside the state (AdamW)
   };
   Kind kind = Kind::sgd;
   float momentum = 0.0f;  ///< mu
@@ -31,11 +32,15 @@ struct Optimizer {
   bool nesterov = false;
   float weight_decay = 0.0f;
   Decay decay = Decay::coupled;
+  float b1 = 0.0f;        ///< Adam's first-moment decay, in [0, 1)
+  float b2 = 0.0f;        ///< Adam's second-moment decay, in [0, 1)
+  float eps = 0.0f;       ///< Adam's epsilon outside the square root, > 0
+  float eps_root = 0.0f;  ///< Adam's epsilon inside the square root (optax), >= 0
 
   friend bool operator==(const Optimizer&, const Optimizer&) = default;
 };
 
-/// "sgd", "momentum"; "coupled", "decoupled"; and back.
+/// "sgd", "momentum", "adam"; "coupled", "decoupled"; and back.
 const char* to_string(Optimizer::Kind kind);
 const char* to_string(Optimizer::Decay decay);
 std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name);
@@ -54,12 +59,18 @@ struct Case {
   int num_shards = 1;         ///< informational: must not change any result of the baseline
   std::int64_t step = 0;      ///< optimizer step counter before the update
   Optimizer optimizer;        ///< plain SGD unless it says otherwise
-  /// The momentum buffer before the step, [d][k] and [k], with a momentum optimizer; both
-  /// empty: fresh state, the optimizer's first step.
+  /// The momentum buffer before the step, [d][k] and [k], with a momentum optimizer, or
+  /// Adam's first moment; both empty: fresh state, the optimizer's first step.
   std::vector<float> momentum_kernel, momentum_bias;
+  /// Adam's second moment before the step, [d][k] and [k], every value >= 0; empty in
+  /// fresh state.
+  std::vector<float> second_moment_kernel, second_moment_bias;
 
-  /// True for fresh optimizer state: no momentum buffer yet.
-  bool fresh_state() const { return momentum_kernel.empty() && momentum_bias.empty(); }
+  /// True for fresh optimizer state: no momentum buffer or moments yet.
+  bool fresh_state() const {
+    return momentum_kernel.empty() && momentum_bias.empty() && second_moment_kernel.empty() &&
+           second_moment_bias.empty();
+  }
 
   /// Throws std::invalid_argument naming the offending field when a dimension is not
   /// positive, an array's length disagrees with n, d, k, or the optimizer state does not
@@ -72,17 +83,20 @@ struct InputArray {
   const char* name;  ///< as in the protocol and fixtures
   std::vector<float> Case::*member;
   Extent extent;
-  bool state;  ///< optimizer state: empty in fresh state, and sent only when present
+  bool state;              ///< optimizer state: empty in fresh state, and sent only when present
+  bool adam_only = false;  ///< state that only Adam keeps
 };
 
 /// The array inputs in protocol order (the scalar `lr` comes before them).
-inline constexpr std::array<InputArray, 6> input_arrays{{
+inline constexpr std::array<InputArray, 8> input_arrays{{
     {"kernel", &Case::kernel, Extent::kernel, false},
     {"bias", &Case::bias, Extent::bias, false},
     {"x", &Case::x, Extent::x, false},
     {"y", &Case::y, Extent::y, false},
     {"momentum_kernel", &Case::momentum_kernel, Extent::kernel, true},
     {"momentum_bias", &Case::momentum_bias, Extent::bias, true},
+    {"second_moment_kernel", &Case::second_moment_kernel, Extent::kernel, true, true},
+    {"second_moment_bias", &Case::second_moment_bias, Extent::bias, true, true},
 }};
 
 /// Whether output `info` is part of the result of case `c` for an implementation that

@@ -23,8 +23,9 @@ struct ExactMagnitudes {
   std::vector<double> grad_bias;                       ///< |gb|, [k]
   std::vector<double> kernel;                          ///< |W'|, [d][k]
   std::vector<double> bias;                            ///< |b'|, [k]
-  std::vector<double> momentum_kernel, momentum_bias;  ///< |buf'| (with momentum)
-  double loss = 0.0;                                   ///< L
+  std::vector<double> momentum_kernel, momentum_bias;  ///< |buf'| (with momentum), |m'| (Adam)
+  std::vector<double> second_moment_kernel, second_moment_bias;  ///< v' (Adam)
+  double loss = 0.0;                                             ///< L
 };
 
 /// Bound on |computed - exact| for one output element.

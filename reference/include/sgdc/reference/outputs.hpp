@@ -13,7 +13,17 @@
 namespace sgdc::reference {
 
 /// The outputs, in report order.
-enum class Output { loss, kernel, bias, grad_kernel, grad_bias, momentum_kernel, momentum_bias };
+enum class Output {
+  loss,
+  kernel,
+  bias,
+  grad_kernel,
+  grad_bias,
+  momentum_kernel,
+  momentum_bias,
+  second_moment_kernel,
+  second_moment_bias
+};
 
 /// How many values an output (or input array) holds for a case of shape n x d x k.
 enum class Extent {
@@ -28,7 +38,8 @@ enum class Extent {
 enum class Reported {
   always,
   with_grads,     ///< by implementations that declare `grads`
-  with_momentum,  ///< in the steps whose optimizer keeps a momentum buffer
+  with_momentum,  ///< in the steps whose optimizer keeps a buffer: momentum, Adam's first moment
+  with_adam,      ///< in Adam steps: the second moment
 };
 
 /// One row of the output table.
@@ -40,7 +51,7 @@ struct OutputInfo {
 };
 
 /// Every output, in report order: the one list that loops, reports and formats follow.
-inline constexpr std::array<OutputInfo, 7> output_table{{
+inline constexpr std::array<OutputInfo, 9> output_table{{
     {Output::loss, "loss", Extent::one, Reported::always},
     {Output::kernel, "kernel", Extent::kernel, Reported::always},
     {Output::bias, "bias", Extent::bias, Reported::always},
@@ -48,6 +59,8 @@ inline constexpr std::array<OutputInfo, 7> output_table{{
     {Output::grad_bias, "grad_bias", Extent::bias, Reported::with_grads},
     {Output::momentum_kernel, "momentum_kernel", Extent::kernel, Reported::with_momentum},
     {Output::momentum_bias, "momentum_bias", Extent::bias, Reported::with_momentum},
+    {Output::second_moment_kernel, "second_moment_kernel", Extent::kernel, Reported::with_adam},
+    {Output::second_moment_bias, "second_moment_bias", Extent::bias, Reported::with_adam},
 }};
 
 /// The outputs alone, in report order.
@@ -83,21 +96,40 @@ struct PerOutput {
   T bias{};
   T grad_kernel{};
   T grad_bias{};
-  T momentum_kernel{};  ///< the momentum buffer after the step
+  T momentum_kernel{};  ///< the momentum buffer (Adam: first moment) after the step
   T momentum_bias{};
+  T second_moment_kernel{};  ///< Adam's second moment after the step
+  T second_moment_bias{};
 
-  T& operator[](Output o) { return this->*member(o); }
-  const T& operator[](Output o) const { return this->*member(o); }
+  T& operator[](Output o) { return at(*this, o); }
+  const T& operator[](Output o) const { return at(*this, o); }
 
  private:
   // The members in table order: the one place that ties an Output to its member.
-  static constexpr T PerOutput::*member(Output o) {
-    constexpr T PerOutput::*members[] = {&PerOutput::loss,         &PerOutput::kernel,
-                                         &PerOutput::bias,         &PerOutput::grad_kernel,
-                                         &PerOutput::grad_bias,    &PerOutput::momentum_kernel,
-                                         &PerOutput::momentum_bias};
-    static_assert(std::size(members) == output_table.size());
-    return members[static_cast<std::size_t>(o)];
+  template <class Self>
+  static auto& at(Self& self, Output o) {
+    static_assert(output_table.size() == 9, "one case per output of the table");
+    switch (o) {
+      case Output::loss:
+        return self.loss;
+      case Output::kernel:
+        return self.kernel;
+      case Output::bias:
+        return self.bias;
+      case Output::grad_kernel:
+        return self.grad_kernel;
+      case Output::grad_bias:
+        return self.grad_bias;
+      case Output::momentum_kernel:
+        return self.momentum_kernel;
+      case Output::momentum_bias:
+        return self.momentum_bias;
+      case Output::second_moment_kernel:
+        return self.second_moment_kernel;
+      case Output::second_moment_bias:
+        break;
+    }
+    return self.second_moment_bias;
   }
 };
 

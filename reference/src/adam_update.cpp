@@ -1,0 +1,268 @@
+#include "adam_update.hpp"
+
+#include <mpfr.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace sgdc::reference {
+
+namespace {
+// An MPFR number that frees itself.
+class Big {
+ public:
+  explicit Big(long precision) { mpfr_init2(v_, precision); }
+  Big(const Big& other) {
+    mpfr_init2(v_, mpfr_get_prec(other.v_));
+    mpfr_set(v_, other.v_, MPFR_RNDN);  // same precision: exact
+  }
+  Big& operator=(const Big& other) {
+    if (this != &other) {
+      mpfr_set_prec(v_, mpfr_get_prec(other.v_));
+      mpfr_set(v_, other.v_, MPFR_RNDN);  // same precision: exact
+    }
+    return *this;
+  }
+  ~Big() { mpfr_clear(v_); }
+  mpfr_ptr get() { return v_; }
+  mpfr_srcptr get() const { return v_; }
+  long precision() const { return mpfr_get_prec(v_); }
+
+ private:
+  mpfr_t v_;
+};
+
+// A closed interval [lo, hi] holding the exact value; every operation rounds its lower
+// end down and its upper end up, so the enclosure survives every step.
+struct Interval {
+  Big lo, hi;
+  explicit Interval(long precision) : lo(precision), hi(precision) {}
+};
+
+long precision_of(const Interval& a) { return a.lo.precision(); }
+
+Interval point(double x, long precision) {
+  Interval r(precision);
+  mpfr_set_d(r.lo.get(), x, MPFR_RNDD);  // float32 and double values: exact at >= 53 bits
+  mpfr_set_d(r.hi.get(), x, MPFR_RNDU);
+  return r;
+}
+
+Interval enclose(const Rational& q, long precision) {
+  Interval r(precision);
+  mpfr_set_q(r.lo.get(), q.backend().data(), MPFR_RNDD);
+  mpfr_set_q(r.hi.get(), q.backend().data(), MPFR_RNDU);
+  return r;
+}
+
+Interval add(const Interval& a, const Interval& b) {
+  Interval r(precision_of(a));
+  mpfr_add(r.lo.get(), a.lo.get(), b.lo.get(), MPFR_RNDD);
+  mpfr_add(r.hi.get(), a.hi.get(), b.hi.get(), MPFR_RNDU);
+  return r;
+}
+
+Interval sub(const Interval& a, const Interval& b) {
+  Interval r(precision_of(a));
+  mpfr_sub(r.lo.get(), a.lo.get(), b.hi.get(), MPFR_RNDD);
+  mpfr_sub(r.hi.get(), a.hi.get(), b.lo.get(), MPFR_RNDU);
+  return r;
+}
+
+// The smallest and largest of op(x, y) over the ends of a and b: products and quotients
+// are monotone in each argument on intervals that do not contain a pole.
+template <class Op>
+Interval corners(const Interval& a, const Interval& b, Op op) {
+  const long p = precision_of(a);
+  Interval r(p);
+  Big t(p);
+  bool first = true;
+  for (const Big* x : {&a.lo, &a.hi}) {
+    for (const Big* y : {&b.lo, &b.hi}) {
+      op(t.get(), x->get(), y->get(), MPFR_RNDD);
+      if (first || mpfr_less_p(t.get(), r.lo.get())) mpfr_set(r.lo.get(), t.get(), MPFR_RNDD);
+      op(t.get(), x->get(), y->get(), MPFR_RNDU);
+      if (first || mpfr_greater_p(t.get(), r.hi.get())) mpfr_set(r.hi.get(), t.get(), MPFR_RNDU);
+      first = false;
+    }
+  }
+  return r;
+}
+
+Interval mul(const Interval& a, const Interval& b) { return corners(a, b, mpfr_mul); }
+
+// b > 0 throughout (Adam's denominators are at least eps > 0).
+Interval div(const Interval& a, const Interval& b) { return corners(a, b, mpfr_div); }
+
+Interval square(const Interval& a) {
+  Interval r = mul(a, a);
+  if (mpfr_sgn(a.lo.get()) < 0 && mpfr_sgn(a.hi.get()) > 0) mpfr_set_zero(r.lo.get(), 1);
+  return r;
+}
+
+Interval root(const Interval& a) {
+  Interval r(precision_of(a));
+  if (mpfr_sgn(a.lo.get()) <= 0) {
+    mpfr_set_zero(r.lo.get(), 1);
+  } else {
+    mpfr_sqrt(r.lo.get(), a.lo.get(), MPFR_RNDD);
+  }
+  mpfr_sqrt(r.hi.get(), a.hi.get(), MPFR_RNDU);
+  return r;
+}
+
+// 1 - b^t for b in [0, 1): b^t by MPFR's correctly rounded power, each direction.
+Interval bias_correction(float b, std::int64_t t, long precision) {
+  Interval r(precision);
+  Big x(precision), power(precision);
+  mpfr_set_d(x.get(), b, MPFR_RNDN);  // exact
+  mpfr_pow_ui(power.get(), x.get(), static_cast<unsigned long>(t), MPFR_RNDU);
+  mpfr_ui_sub(r.lo.get(), 1, power.get(), MPFR_RNDD);
+  mpfr_pow_ui(power.get(), x.get(), static_cast<unsigned long>(t), MPFR_RNDD);
+  mpfr_ui_sub(r.hi.get(), 1, power.get(), MPFR_RNDU);
+  return r;
+}
+
+Rational to_rational(const Big& x) {
+  Rational q;
+  mpfr_get_q(q.backend().data(), x.get());
+  return q;
+}
+
+// The roundings of every real of [lo, hi] when they agree (and the interval does not
+// reach zero, whose sign the enclosure cannot tell, unless it is exactly zero).
+std::optional<RoundedValue> decide(const Interval& a) {
+  if (!mpfr_number_p(a.lo.get()) || !mpfr_number_p(a.hi.get())) return std::nullopt;
+  if (mpfr_zero_p(a.lo.get()) && mpfr_zero_p(a.hi.get())) return RoundedValue{0.0f, 0.0};
+  if (mpfr_sgn(a.lo.get()) <= 0 && mpfr_sgn(a.hi.get()) >= 0) return std::nullopt;
+  const Rational lo = to_rational(a.lo), hi = to_rational(a.hi);
+  const float f = round_to_float32(lo);
+  const double d = round_to_double(lo);
+  if (round_to_float32(hi) != f || round_to_double(hi) != d) return std::nullopt;
+  return RoundedValue{f, d};
+}
+
+RoundedValue round_both(const Rational& q) { return {round_to_float32(q), round_to_double(q)}; }
+
+// b^t exactly, by squaring; only for small t (its digits grow with t).
+Rational power(float b, std::int64_t t) {
+  Rational result(1), base(static_cast<double>(b));
+  for (std::int64_t e = t; e > 0; e >>= 1) {
+    if (e & 1) result *= base;
+    if (e > 1) base *= base;
+  }
+  return result;
+}
+
+// q's square root when it is the square of a rational, else nullopt.
+std::optional<Rational> rational_root(const Rational& q) {
+  if (q < 0) return std::nullopt;
+  const mpq_srcptr v = q.backend().data();
+  if (!mpz_perfect_square_p(mpq_numref(v)) || !mpz_perfect_square_p(mpq_denref(v)))
+    return std::nullopt;
+  Rational r;
+  mpz_sqrt(mpq_numref(r.backend().data()), mpq_numref(v));
+  mpz_sqrt(mpq_denref(r.backend().data()), mpq_denref(v));
+  return r;
+}
+
+// Beyond this t the exact powers b^t are too long to compute for a tie test.
+constexpr std::int64_t exact_power_limit = 4096;
+}  // namespace
+
+struct AdamUpdate::Intervals {
+  std::vector<Interval> bc1, bc2;
+};
+
+AdamUpdate::AdamUpdate(const Case& c)
+    : o_(c.optimizer),
+      lr_(c.lr),
+      t_(c.step == std::numeric_limits<std::int64_t>::max() ? c.step : c.step + 1),
+      bc_(new Intervals) {
+  if (o_.kind != Optimizer::Kind::adam) throw std::invalid_argument("AdamUpdate: not an Adam case");
+  for (const long p : ladder) {
+    bc_->bc1.push_back(bias_correction(o_.b1, t_, p));
+    bc_->bc2.push_back(bias_correction(o_.b2, t_, p));
+  }
+}
+
+AdamUpdate::~AdamUpdate() { delete bc_; }
+
+namespace {
+// p' from enclosures of m' and v', at the rung's precision.
+Interval parameter_interval(const Optimizer& o, float lr, float p, const Interval& m,
+                            const Interval& v, const Interval& bc1, const Interval& bc2) {
+  const long precision = precision_of(m);
+  const Interval mh = div(m, bc1);
+  const Interval vh = div(v, bc2);
+  const Interval denominator =
+      add(root(add(vh, point(o.eps_root, precision))), point(o.eps, precision));
+  Interval direction = div(mh, denominator);
+  const Interval param = point(p, precision);
+  if (o.decay == Optimizer::Decay::decoupled && o.weight_decay != 0.0f)
+    direction = add(direction, mul(point(o.weight_decay, precision), param));
+  return sub(param, mul(point(lr, precision), direction));
+}
+}  // namespace
+
+RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rational& v_new) const {
+  const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
+  const Rational param(static_cast<double>(p)), lr(static_cast<double>(lr_)),
+      wd(static_cast<double>(o_.weight_decay));
+  // No direction: p' is rational.
+  if (lr_ == 0.0f || m_new == 0) return round_both(decoupled ? param - lr * wd * param : param);
+  bool tie_tested = false;
+  for (std::size_t rung = 0; rung < ladder.size(); ++rung) {
+    const long precision = ladder[rung];
+    const Interval value =
+        parameter_interval(o_, lr_, p, enclose(m_new, precision), enclose(v_new, precision),
+                           bc_->bc1[rung], bc_->bc2[rung]);
+    if (const std::optional<RoundedValue> r = decide(value)) return *r;
+    // Not decided: p' may be rational and sit on a rounding boundary, which no enclosure
+    // decides. It is rational exactly when vh + eps_root is the square of a rational.
+    if (!tie_tested && t_ <= exact_power_limit) {
+      tie_tested = true;
+      const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
+      if (const std::optional<Rational> s =
+              rational_root(v_new / bc2 + Rational(static_cast<double>(o_.eps_root)))) {
+        Rational direction = (m_new / bc1) / (*s + Rational(static_cast<double>(o_.eps)));
+        if (decoupled) direction += wd * param;
+        return round_both(param - lr * direction);
+      }
+    }
+  }
+  throw std::runtime_error("Adam's parameter update could not be rounded with certainty at " +
+                           std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) +
+                           ")");
+}
+
+AdamUpdate::Certified AdamUpdate::certify(float p, float m, float v, double g_hi, double g_lo,
+                                          double err) const {
+  const long precision = ladder[0];
+  Interval g = add(point(g_hi, precision), point(g_lo, precision));
+  mpfr_sub_d(g.lo.get(), g.lo.get(), err, MPFR_RNDD);
+  mpfr_add_d(g.hi.get(), g.hi.get(), err, MPFR_RNDU);
+  const Interval param = point(p, precision);
+  if (o_.decay == Optimizer::Decay::coupled && o_.weight_decay != 0.0f)
+    g = add(g, mul(point(o_.weight_decay, precision), param));
+  const Interval b1 = point(o_.b1, precision), b2 = point(o_.b2, precision);
+  const Interval one = point(1.0, precision);
+  const Interval m_new = add(mul(b1, point(m, precision)), mul(sub(one, b1), g));
+  const Interval v_new = add(mul(b2, point(v, precision)), mul(sub(one, b2), square(g)));
+  Certified out;
+  out.m = decide(m_new);
+  out.v = decide(v_new);
+  if (lr_ == 0.0f) {
+    // p' = p, or p - 0 (wd p): p itself, an exact zero as +0 (as the exact path rounds it).
+    out.param = round_both(Rational(static_cast<double>(p)));
+  } else {
+    out.param = decide(parameter_interval(o_, lr_, p, m_new, v_new, bc_->bc1[0], bc_->bc2[0]));
+  }
+  return out;
+}
+
+}  // namespace sgdc::reference

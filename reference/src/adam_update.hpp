@@ -1,0 +1,50 @@
+#pragma once
+// Adam's parameter update, correctly rounded although it is irrational: the exact value is
+// enclosed in MPFR intervals (every operation rounded outward), at growing precision
+// until one float32 and one double hold the whole enclosure (Ziv's strategy); an exact
+// tie is decided in rational arithmetic. docs/error-model.md, section 14. Internal to
+// sgdc::reference.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "sgdc/reference/case.hpp"
+#include "sgdc/reference/rounded_step.hpp"
+#include "sgdc/reference/rounding.hpp"
+
+namespace sgdc::reference {
+
+/// One case's Adam hyperparameters, with the bias corrections 1 - b1^t and 1 - b2^t
+/// (t = step + 1) enclosed once at every precision of the ladder.
+class AdamUpdate {
+ public:
+  /// `c` must be an Adam case with finite hyperparameters.
+  explicit AdamUpdate(const Case& c);
+  ~AdamUpdate();
+  AdamUpdate(const AdamUpdate&) = delete;
+  AdamUpdate& operator=(const AdamUpdate&) = delete;
+
+  /// p' from the exact new moments m' and v' (rationals), correctly rounded to float32
+  /// and to double. Throws std::runtime_error if no precision of the ladder decides it
+  /// (an exact tie that rational arithmetic cannot reach: never seen).
+  RoundedValue parameter(float p, const Rational& m_new, const Rational& v_new) const;
+
+  /// The new parameter and moments from the gradient enclosed in [g - err, g + err],
+  /// g = g_hi + g_lo, each correctly rounded where the enclosure decides it, nullopt
+  /// where it does not.
+  struct Certified {
+    std::optional<RoundedValue> param, m, v;
+  };
+  Certified certify(float p, float m, float v, double g_hi, double g_lo, double err) const;
+
+ private:
+  struct Intervals;
+  static constexpr std::array<long, 4> ladder{128, 512, 2048, 8192};
+  Optimizer o_;
+  float lr_;
+  std::int64_t t_;  // the bias correction's exponent, step + 1 (saturated at int64's end)
+  Intervals* bc_;   // per rung: 1 - b1^t and 1 - b2^t
+};
+
+}  // namespace sgdc::reference
