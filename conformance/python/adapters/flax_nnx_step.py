@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""A Flax NNX Linear layer trained by optax.sgd (with or without momentum), run by JAX on
-the CPU, the way a training loop runs it: one jit-compiled train step (forward, loss,
+"""A Flax NNX Linear layer trained by optax.sgd (with or without momentum) or optax's
+Adam, run by JAX on the CPU, the way a training loop runs it: one jit-compiled train step (forward, loss,
 gradients, optimizer update).
 
     conformance/python/run-adapter conformance/python/adapters/flax_nnx_step.py
@@ -30,15 +30,35 @@ on, so it is part of the structure):
 A case without weight decay takes the coupled chain with wd = 0. optax.trace is the
 buffer: it is set from the case's buffer (zeros on a first step, as optax initialises it,
 so the first buffer is the gradient itself) and reported after the update. optax has no
-dampening: declared without. So there are five optimizer structures (plain SGD, and
-coupled or decoupled momentum with or without Nesterov), each compiled only for the
-shapes it meets.
+dampening: declared without.
+
+Adam, likewise wrapped in `optax.inject_hyperparams` (learning rate, b1, b2, eps,
+eps_root and weight decay are states):
+
+- coupled weight decay (torch.optim.Adam's): `optax.chain(optax.add_decayed_weights(wd),
+  optax.adam(lr, b1, b2, eps, eps_root))`;
+- decoupled (AdamW): `optax.adamw(lr, b1, b2, eps, eps_root, weight_decay=wd)`.
+
+A case without weight decay takes the coupled chain with wd = 0. Declared with both
+conventions and eps_root. The state of `optax.scale_by_adam` (ScaleByAdamState) is set
+from the case: mu and nu the moments (zeros in fresh state, as optax initialises them),
+count the step counter before the step, and the moments are reported after the update.
+optax keeps count as an int32 that saturates (safe_increment at 2**31 - 1) and uses the
+incremented count as t, so a case.step above 2**31 - 1 is set as 2**31 - 1, and from
+case.step = 2**31 - 1 on t is 2**31 - 1 instead of case.step + 1. That changes nothing:
+b**t for such t lies far below float32's smallest subnormal for every float32 b < 1
+((1 - 2**-24)**(2**31 - 1) is about 3e-56), so the bias corrections round to 1 either
+way. The counter the adapter reports and declares stays NNX's (below).
+
+So there are seven optimizer structures (plain SGD, coupled or decoupled momentum with
+or without Nesterov, coupled or decoupled Adam), each compiled only for the shapes it
+meets.
 
 Batches: the adapter declares max_batch, so the suite hands it many cases at once; it
 compiles the batch's new (shape, structure) pairs concurrently (XLA compiles in C++,
 outside the GIL), then steps each case. Compilation is most of a run's time: about 0.2 s
-of CPU per compiled step here, and a default run meets most of the 5 structures on each
-of its 12 shapes (53 compiled steps at seed 1).
+of CPU per compiled step here, and a default run meets most of the structures on each
+of its 12 shapes (53 compiled steps at seed 1 with the five of SGD and momentum).
 
 Counter: NNX keeps `Optimizer.step` as a uint32 array advanced by `+= 1`, which wraps to 0
 after 2**32 - 1: declared counter=("uint32", "wrap"). Larger case.step values are rejected.
@@ -85,14 +105,36 @@ def decoupled_momentum(learning_rate: Any, momentum: Any, weight_decay: Any,
                        optax.scale_by_learning_rate(learning_rate))
 
 
-# An optimizer structure: "sgd", or (decay convention, nesterov) for momentum.
+def coupled_adam(learning_rate: Any, b1: Any, b2: Any, eps: Any, eps_root: Any,
+                 weight_decay: Any) -> Any:
+    """Adam, the weight decay added to the gradient (it enters the moments)."""
+    return optax.chain(optax.add_decayed_weights(weight_decay),
+                       optax.adam(learning_rate, b1=b1, b2=b2, eps=eps, eps_root=eps_root))
+
+
+def decoupled_adam(learning_rate: Any, b1: Any, b2: Any, eps: Any, eps_root: Any,
+                   weight_decay: Any) -> Any:
+    """AdamW: the weight decay added to the direction, then scaled by -lr."""
+    return optax.adamw(learning_rate, b1=b1, b2=b2, eps=eps, eps_root=eps_root,
+                       weight_decay=weight_decay)
+
+
+# An optimizer structure: "sgd", (decay convention, nesterov) for momentum, or
+# ("adam", decay convention).
 Structure = Any
 SGD: Structure = "sgd"
+ADAM = "adam"
+ADAM_HYPERPARAMETERS = ("b1", "b2", "eps", "eps_root", "weight_decay")
+INT32_MAX = 2**31 - 1
 
 
 def _transformation(structure: Structure) -> Any:
     if structure == SGD:
         return optax.inject_hyperparams(optax.sgd)(learning_rate=0.0)
+    if structure[0] == ADAM:
+        chain = coupled_adam if structure[1] == "coupled" else decoupled_adam
+        return optax.inject_hyperparams(chain)(
+            learning_rate=0.0, **{key: 0.0 for key in ADAM_HYPERPARAMETERS})
     decay, nesterov = structure
     chain = coupled_momentum if decay == "coupled" else decoupled_momentum
     return optax.inject_hyperparams(chain, static_args="nesterov")(
@@ -104,7 +146,8 @@ def _transformation(structure: Structure) -> Any:
 # structure (what jit compiles for) stays the same.
 TXS: dict[Structure, Any] = {s: _transformation(s) for s in
                              [SGD] + [(decay, nesterov) for decay in ("coupled", "decoupled")
-                                      for nesterov in (False, True)]}
+                                      for nesterov in (False, True)]
+                             + [(ADAM, decay) for decay in ("coupled", "decoupled")]}
 _layers: dict[tuple[int, int, Structure], tuple[Any, Any]] = {}
 
 
@@ -112,6 +155,8 @@ def _structure(case: sgdc_adapter.Case) -> Structure:
     o = case.optimizer
     if o is None:
         return SGD
+    if isinstance(o, sgdc_adapter.AdamOptimizer):
+        return (ADAM, o.decay if o.weight_decay != 0 else "coupled")
     if o.dampening != 0:  # the kit rejects it first: dampening is not declared
         raise sgdc_adapter.RejectCase("optax's momentum (optax.trace) has no dampening")
     return (o.decay if o.weight_decay != 0 else "coupled", o.nesterov)
@@ -140,7 +185,16 @@ def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
     hyperparams = optimizer.opt_state.hyperparams
     hyperparams["learning_rate"][...] = jnp.float32(case.lr)
     o = case.optimizer
-    if o is not None:
+    if isinstance(o, sgdc_adapter.AdamOptimizer):
+        for key in ADAM_HYPERPARAMETERS:
+            hyperparams[key][...] = jnp.float32(getattr(o, key))
+        adam = _adam_state(optimizer)
+        for name, shape in (("kernel", (case.d, case.k)), ("bias", (case.k,))):
+            m, v = getattr(case, "momentum_" + name), getattr(case, "second_moment_" + name)
+            adam.mu[name][...] = jnp.zeros(shape, jnp.float32) if m is None else jnp.asarray(m)
+            adam.nu[name][...] = jnp.zeros(shape, jnp.float32) if v is None else jnp.asarray(v)
+        adam.count[...] = jnp.asarray(min(case.step, INT32_MAX), dtype=jnp.int32)
+    elif o is not None:
         hyperparams["momentum"][...] = jnp.float32(o.momentum)
         hyperparams["weight_decay"][...] = jnp.float32(o.weight_decay)
         trace = optax.tree.get(optimizer.opt_state, "trace")  # optax.trace's buffer
@@ -152,6 +206,16 @@ def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
     optimizer.step[...] = jnp.asarray(case.step, dtype=jnp.uint32)
     graphdef, state = nnx.split((model, optimizer))
     return graphdef, state, jnp.asarray(case.x), jnp.asarray(case.y)
+
+
+def _adam_state(optimizer: Any) -> Any:
+    """The optimizer's optax.ScaleByAdamState (count, mu, nu), whose leaves are NNX
+    variables: set and read in place."""
+    found = [s for s in jax.tree_util.tree_leaves(
+        optimizer.opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
+        if isinstance(s, optax.ScaleByAdamState)]
+    assert len(found) == 1, found
+    return found[0]
 
 
 # Compiled train steps by (n, d, k, structure).
@@ -200,7 +264,12 @@ def _run(case: sgdc_adapter.Case) -> dict[str, Any]:
         "grad_bias": np.asarray(grads["bias"][...]),
         "step": int(optimizer.step[...]),
     }
-    if case.optimizer is not None:
+    if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
+        adam = _adam_state(optimizer)
+        for name in ("kernel", "bias"):
+            out["momentum_" + name] = np.asarray(adam.mu[name][...])
+            out["second_moment_" + name] = np.asarray(adam.nu[name][...])
+    elif case.optimizer is not None:
         trace = optax.tree.get(optimizer.opt_state, "trace")
         out["momentum_kernel"] = np.asarray(trace["kernel"][...])
         out["momentum_bias"] = np.asarray(trace["bias"][...])
@@ -223,4 +292,6 @@ if __name__ == "__main__":
                        version=flax.__version__, capabilities=("grads", "step_counter"),
                        subnormals="ftz", counter=("uint32", "wrap"),
                        momentum=sgdc_adapter.MomentumSupport(
-                           dampening=False, nesterov=True, weight_decay=("coupled", "decoupled")))
+                           dampening=False, nesterov=True, weight_decay=("coupled", "decoupled")),
+                       adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
+                                                     eps_root=True))

@@ -16,6 +16,14 @@ weight decay). The buffer and the direction are computed elementwise in float32,
 rounding per operation: ge = g + wd*p (coupled), the buffer
 mu*buf + (1 - dampening)*ge (ge itself on the first step), the direction ge + mu*buf'
 (Nesterov) or buf', plus wd*p (decoupled), then p - lr*direction.
+
+Adam: every option is declared (coupled and decoupled weight decay, eps_root). Written
+plainly per docs/spec/step.md, elementwise in float32, one rounding per operation:
+ge = g + wd*p (coupled), m' = b1*m + (1 - b1)*ge, v' = b2*v + (1 - b2)*(ge*ge) (the
+moments zeros in fresh state), the bias corrections 1 - b**t with t = step + 1 computed
+in float64 and rounded to float32 (as torch computes them in double), mh = m'/(1 - b1**t),
+vh = v'/(1 - b2**t), a = mh/(sqrt(vh + eps_root) + eps), plus wd*p (decoupled), then
+p - lr*a.
 """
 
 from __future__ import annotations
@@ -94,6 +102,49 @@ def momentum_direction(case: sgdc_adapter.Case, p: Array, g: Array, buffer: Arra
     return d, buf
 
 
+def bfloat16(values: Array) -> Array:
+    """`values` rounded to bfloat16 (to nearest, ties to even), kept as float32."""
+    bits = np.ascontiguousarray(values, dtype=F32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1)))
+               & np.uint32(0xFFFF0000)).view(F32)
+    return np.where(np.isnan(values), values, rounded).astype(F32)
+
+
+def adam_direction(case: sgdc_adapter.Case, p: Array, g: Array, m: Array | None,
+                   v: Array | None, mutant: str | None = None) -> tuple[Array, Array, Array]:
+    """(direction, first moment after the step, second moment after the step) of one
+    parameter for the case's Adam optimizer, elementwise in float32; `m` and `v` are the
+    moments before the step (None: fresh state, zeros). An Adam mutant changes one rule."""
+    o = case.optimizer
+    assert isinstance(o, sgdc_adapter.AdamOptimizer)
+    b1, b2, wd = o.b1, o.b2, o.weight_decay
+    m_in = np.zeros_like(p) if m is None else m
+    v_in = np.zeros_like(p) if v is None else v
+    coupled = o.decay == "coupled" or mutant == "adam_decay_in_moment"
+    ge = g + wd * p if coupled else g
+    m_out = b1 * m_in + (F32(1) - b1) * ge
+    if mutant == "adam_b2_on_gradient":
+        v_out = b2 * v_in + (F32(1) - b2) * ge
+    else:
+        v_out = b2 * v_in + (F32(1) - b2) * (ge * ge)
+    if mutant == "adam_moments_bfloat16":
+        m_out, v_out = bfloat16(m_out), bfloat16(v_out)
+    # t counts the steps taken, this one included; the mutant uses the counter before it.
+    t = case.step if mutant == "adam_bias_correction_off_by_one" else case.step + 1
+    correction1 = F32(1.0 - float(b1) ** t)   # in float64, then rounded once
+    correction2 = F32(1.0 - float(b2) ** t)
+    mh, vh = m_out / correction1, v_out / correction2
+    if mutant == "adam_eps_inside":
+        direction = mh / np.sqrt(vh + o.eps)
+    else:
+        direction = mh / (np.sqrt(vh + o.eps_root) + o.eps)
+    if not coupled:
+        direction = direction + wd * p
+    if mutant == "adam_state_not_advanced":
+        m_out, v_out = m_in, v_in
+    return direction, m_out, v_out
+
+
 def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     x, y, kernel, bias, lr = case.x, case.y, case.kernel, case.bias, case.lr
     n, d, k, shards = case.n, case.d, case.k, case.num_shards
@@ -136,7 +187,12 @@ def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     # momentum optimizer's, with its buffer after the step.
     momentum: dict[str, Array] = {}
     dir_kernel, dir_bias = grad_kernel, grad_bias
-    if case.optimizer is not None:
+    if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
+        dir_kernel, momentum["momentum_kernel"], momentum["second_moment_kernel"] = adam_direction(
+            case, kernel, grad_kernel, case.momentum_kernel, case.second_moment_kernel, mutant)
+        dir_bias, momentum["momentum_bias"], momentum["second_moment_bias"] = adam_direction(
+            case, bias, grad_bias, case.momentum_bias, case.second_moment_bias, mutant)
+    elif case.optimizer is not None:
         bias_buffer = case.momentum_bias
         if mutant == "buffer_shared" and case.momentum_kernel is not None:
             bias_buffer = case.momentum_kernel.reshape(-1)[:k]  # the kernel's first k elements
@@ -181,7 +237,9 @@ MUTANTS = ("post_update_loss", "mean_over_batch", "grad_times_shards", "drop_rem
            "nondeterministic", "skip_tiny_updates", "unbiased_mean", "rows_past_16_dropped",
            "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter",
            "fresh_buffer_every_step", "dampening_on_first_step", "nesterov_without_lookahead",
-           "decay_convention_swapped", "buffer_shared")
+           "decay_convention_swapped", "buffer_shared", "adam_bias_correction_off_by_one",
+           "adam_eps_inside", "adam_b2_on_gradient", "adam_decay_in_moment",
+           "adam_moments_bfloat16", "adam_state_not_advanced")
 
 
 def main() -> None:
@@ -196,6 +254,7 @@ def main() -> None:
         subnormals="ieee",  # NumPy on x86-64/aarch64 keeps IEEE subnormals (no FTZ/DAZ)
         counter=("int64", "saturate"),
         momentum={"dampening": True, "nesterov": True, "weight_decay": ("coupled", "decoupled")},
+        adam={"weight_decay": ("coupled", "decoupled"), "eps_root": True},
     )
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The step written the ordinary PyTorch way: nn.Linear + F.mse_loss + optim.SGD, on CPU.
+"""The step written the ordinary PyTorch way: nn.Linear + F.mse_loss + optim.SGD (or
+optim.Adam / optim.AdamW), on CPU.
 
-    conformance/python/run-adapter conformance/python/adapters/torch_step.py [--foreach on|off]
+    conformance/python/run-adapter conformance/python/adapters/torch_step.py [--foreach on|off | --fused]
 
 Tested with torch 2.13.0 (CPU), the version scripts/install-python-deps.sh pins; the
 code also runs on torch 1.13.
@@ -13,12 +14,26 @@ Learning rate: SGD takes a Python float. float(case.lr) is the float32 value exa
 and SGD's `p.add_(grad, alpha=-lr)` converts alpha to the parameter's dtype, which is
 exact again, so the update is p - lr * g in float32 (possibly fused into one rounding).
 
-Optimizer implementation: `--foreach on` makes SGD update all parameters with one
-multi-tensor call (torch._foreach_add_), `--foreach off` with one add_ per parameter;
-without the option SGD chooses (on the CPU: one add_ per parameter).
+Optimizer implementation: `--foreach on` makes SGD (and Adam) update all parameters with
+one multi-tensor call (torch._foreach_add_), `--foreach off` with one add_ per parameter;
+without the option the optimizer chooses (on the CPU: one op per parameter). `--fused`
+runs Adam and AdamW by their fused kernels (fused=True, which torch 2.13 has on the CPU
+too; plain SGD steps then take SGD's fused kernel as well).
+
+Adam: declared with coupled weight decay (`torch.optim.Adam(lr, betas, eps,
+weight_decay)`: the decay added to the gradient before the moments) and decoupled
+(`torch.optim.AdamW`: `param.mul_(1 - lr*wd)` before the update), without eps_root
+(torch has none). The case's state is loaded into the optimizer as torch keeps it:
+`exp_avg` the first moment, `exp_avg_sq` the second, and `step` a float32 tensor holding
+case.step (torch increments it before use: t = step + 1; a step above 2**24 is rounded
+to float32, as torch's own counter would hold it). A case in fresh state at step 0 runs
+an optimizer as constructed, which makes its state itself; fresh state at a later step
+loads zeros with the step. The moments after the step are read back from
+optimizer.state.
 
 Step counter: torch.optim.SGD without momentum keeps no step count, so the adapter
-does not claim "step_counter".
+does not claim "step_counter" (Adam's float32 `step` is not reported either: the
+capability promises it on every result).
 """
 
 from __future__ import annotations
@@ -33,37 +48,88 @@ torch, = sgdc_adapter.require("torch")
 torch.set_num_threads(1)  # one thread: the same summation order on every run
 
 
-def step(case: sgdc_adapter.Case, foreach: bool | None = None) -> dict[str, Any]:
+def fused_option(fused: bool | None) -> dict[str, bool]:
+    """The `fused` keyword only when asked for (torch 1.13's SGD has none)."""
+    return {} if fused is None else {"fused": fused}
+
+
+def adam(case: sgdc_adapter.Case, model: Any, foreach: bool | None,
+         fused: bool | None) -> Any:
+    """torch.optim.Adam (coupled decay) or AdamW (decoupled), with the case's state."""
+    o = case.optimizer
+    assert isinstance(o, sgdc_adapter.AdamOptimizer)
+    if o.eps_root != 0:  # the kit rejects it first: eps_root is not declared
+        raise sgdc_adapter.RejectCase("torch's Adam has no eps_root")
+    cls = torch.optim.AdamW if o.decay == "decoupled" else torch.optim.Adam
+    optimizer = cls(model.parameters(), lr=float(case.lr), betas=(float(o.b1), float(o.b2)),
+                    eps=float(o.eps), weight_decay=float(o.weight_decay), foreach=foreach,
+                    **fused_option(fused))
+    if case.fresh_state and case.step == 0:
+        return optimizer  # as constructed: the first step makes the state itself
+    state = ((model.weight, case.momentum_kernel, case.second_moment_kernel, True),
+             (model.bias, case.momentum_bias, case.second_moment_bias, False))
+    for param, m, v, transposed in state:
+        def load(moment: Any) -> Any:
+            if moment is None:
+                return torch.zeros_like(param, memory_format=torch.preserve_format)
+            return torch.from_numpy((moment.T if transposed else moment).copy())
+        optimizer.state[param] = {
+            # torch keeps `step` as a float32 tensor on the CPU (_get_scalar_dtype).
+            "step": torch.tensor(float(case.step), dtype=torch.float32),
+            "exp_avg": load(m), "exp_avg_sq": load(v)}
+    return optimizer
+
+
+def step(case: sgdc_adapter.Case, foreach: bool | None = None,
+         fused: bool | None = None) -> dict[str, Any]:
     model = torch.nn.Linear(case.d, case.k)  # float32 by default
     with torch.no_grad():
         model.weight.copy_(torch.from_numpy(case.kernel.T.copy()))
         model.bias.copy_(torch.from_numpy(case.bias))
     x, y = torch.from_numpy(case.x), torch.from_numpy(case.y)
-    optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr), foreach=foreach)
+    if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
+        optimizer = adam(case, model, foreach, fused)
+    else:  # the kit rejects momentum steps first: momentum is not declared
+        optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr), foreach=foreach,
+                                    **fused_option(fused))
 
     optimizer.zero_grad()
     loss = torch.nn.functional.mse_loss(model(x), y)  # reduction="mean": over all n*k elements
     loss.backward()
     optimizer.step()
 
-    return {
+    out = {
         "loss": loss.detach().numpy(),
         "kernel": model.weight.detach().numpy().T,
         "bias": model.bias.detach().numpy(),
         "grad_kernel": model.weight.grad.numpy().T,
         "grad_bias": model.bias.grad.numpy(),
     }
+    if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
+        for name, param in (("kernel", model.weight), ("bias", model.bias)):
+            state = optimizer.state[param]
+            m, v = state["exp_avg"].numpy(), state["exp_avg_sq"].numpy()
+            out["momentum_" + name] = m.T if name == "kernel" else m
+            out["second_moment_" + name] = v.T if name == "kernel" else v
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--foreach", choices=("on", "off"),
-                        help="SGD's multi-tensor update on or off (default: SGD chooses)")
-    choice = parser.parse_args().foreach
-    foreach = None if choice is None else choice == "on"
-    sgdc_adapter.serve(lambda case: step(case, foreach),
-                       name="torch" if choice is None else f"torch-foreach-{choice}",
-                       version=torch.__version__, capabilities=("grads",), subnormals="ieee")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--foreach", choices=("on", "off"),
+                       help="the optimizer's multi-tensor update on or off (default: it chooses)")
+    group.add_argument("--fused", action="store_true",
+                       help="the optimizer's fused kernel (fused=True)")
+    args = parser.parse_args()
+    foreach = None if args.foreach is None else args.foreach == "on"
+    fused = True if args.fused else None
+    name = ("torch-fused" if args.fused else
+            "torch" if args.foreach is None else f"torch-foreach-{args.foreach}")
+    sgdc_adapter.serve(lambda case: step(case, foreach, fused), name=name,
+                       version=torch.__version__, capabilities=("grads",), subnormals="ieee",
+                       adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
+                                                     eps_root=False))
 
 
 if __name__ == "__main__":

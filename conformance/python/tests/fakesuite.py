@@ -21,10 +21,14 @@ import sgdc_adapter
 F32 = np.float32
 ARRAYS = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
 INPUTS = ("lr", "kernel", "bias", "x", "y")
-HYPERPARAMETERS = ("momentum", "dampening", "weight_decay")  # 1-element arrays, like lr
+# 1-element arrays, like lr
+HYPERPARAMETERS = ("momentum", "dampening", "weight_decay", "b1", "b2", "eps", "eps_root")
 BUFFERS = ("momentum_kernel", "momentum_bias")  # an input and, after the step, an output
+SECOND_MOMENTS = ("second_moment_kernel", "second_moment_bias")  # Adam's, the same way
 # Every option of SGD with momentum, as a hello's "momentum" declares it.
 ALL_MOMENTUM = {"dampening": True, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}
+# Every option of Adam, as a hello's "adam" declares it.
+ALL_ADAM = {"weight_decay": ["coupled", "decoupled"], "eps_root": True}
 ANSWER_TIMEOUT = 20.0  # seconds the suite's side waits for an answer before failing the test
 
 
@@ -56,6 +60,22 @@ def with_momentum(case: dict[str, Any], *, momentum: float = 0.9, dampening: flo
     return out
 
 
+def with_adam(case: dict[str, Any], *, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+              eps_root: float = 0.0, weight_decay: float = 0.0, decay: str = "coupled",
+              state: bool = True, seed: int = 1) -> dict[str, Any]:
+    """`case` as an Adam step: its fields "optimizer", the hyperparameters, and with
+    `state` random moments before the step (the second >= 0), else fresh state."""
+    out = {**case, "optimizer": "adam", "b1": F32(b1), "b2": F32(b2), "eps": F32(eps),
+           "eps_root": F32(eps_root), "weight_decay": F32(weight_decay), "decay": decay}
+    if state:
+        rng = np.random.default_rng(seed)
+        out["momentum_kernel"] = rng.standard_normal(case["kernel"].shape).astype(F32)
+        out["momentum_bias"] = rng.standard_normal(case["bias"].shape).astype(F32)
+        for name in ("kernel", "bias"):
+            out["second_moment_" + name] = np.square(rng.standard_normal(case[name].shape)).astype(F32)
+    return out
+
+
 # The worked example of docs/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
 WORKED = make_case(2, 1, 1, lr=0.1, kernel=[[1]], bias=[0], x=[[1], [2]], y=[[0], [0]])
 
@@ -75,8 +95,8 @@ def step_message(case: dict[str, Any], mid: Any, binary: bool = False,
                            **{key: case[key] for key in ("n", "d", "k", "num_shards", "step")}}
     payload = b""
     if "optimizer" in case:
-        msg.update({key: case[key] for key in ("optimizer", "nesterov", "decay")})
-    for key in INPUTS + HYPERPARAMETERS + BUFFERS:
+        msg.update({key: case[key] for key in ("optimizer", "nesterov", "decay") if key in case})
+    for key in INPUTS + HYPERPARAMETERS + BUFFERS + SECOND_MOMENTS:
         if key not in case or (key in HYPERPARAMETERS and "optimizer" not in case):
             continue
         raw = np.ascontiguousarray(case[key], dtype="<f4").tobytes()
@@ -125,6 +145,33 @@ def momentum_step(case: sgdc_adapter.Case) -> dict[str, Any]:
     return out
 
 
+def adam_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """A correct float32 step, plain or Adam (every option), elementwise; the bias
+    corrections 1 - b**t in float64, then rounded to float32."""
+    o = case.optimizer
+    if not isinstance(o, sgdc_adapter.AdamOptimizer):
+        return momentum_step(case)
+    out = numpy_step(case)
+    t = case.step + 1
+    correction1, correction2 = (F32(1 - float(b) ** t) for b in (o.b1, o.b2))
+
+    def update(p: Any, g: Any, m: Any, v: Any) -> tuple[Any, Any, Any]:
+        ge = g + o.weight_decay * p if o.decay == "coupled" else g
+        m = ge * (F32(1) - o.b1) if m is None else o.b1 * m + (F32(1) - o.b1) * ge
+        v = ge * ge * (F32(1) - o.b2) if v is None else o.b2 * v + (F32(1) - o.b2) * (ge * ge)
+        a = (m / correction1) / (np.sqrt(v / correction2 + o.eps_root) + o.eps)
+        if o.decay == "decoupled":
+            a = a + o.weight_decay * p
+        return p - case.lr * a, m, v
+
+    with np.errstate(all="ignore"):
+        out["kernel"], out["momentum_kernel"], out["second_moment_kernel"] = update(
+            case.kernel, out["grad_kernel"], case.momentum_kernel, case.second_moment_kernel)
+        out["bias"], out["momentum_bias"], out["second_moment_bias"] = update(
+            case.bias, out["grad_bias"], case.momentum_bias, case.second_moment_bias)
+    return out
+
+
 class SuiteSide:
     """The suite's side of one conversation, over two file descriptors. Every read has a
     deadline: a missing answer fails the test instead of hanging it."""
@@ -164,7 +211,7 @@ class SuiteSide:
         while len(self.buffer) < size:
             self._fill(deadline)
         raw, self.buffer = self.buffer[:size], self.buffer[size:]
-        for key in ARRAYS + BUFFERS:
+        for key in ARRAYS + BUFFERS + SECOND_MOMENTS:
             if key in reply:
                 if size:
                     ref = reply[key]

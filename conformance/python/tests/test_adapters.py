@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakesuite import F32, WORKED, AdapterProcess, make_case, with_momentum
+from fakesuite import F32, WORKED, AdapterProcess, make_case, with_adam, with_momentum
 
 PYTHON_DIR = Path(__file__).resolve().parent.parent
 ADAPTERS = PYTHON_DIR / "adapters"
@@ -27,7 +27,9 @@ MUTANTS = ("post_update_loss", "mean_over_batch", "grad_times_shards", "drop_rem
            "nondeterministic", "skip_tiny_updates", "unbiased_mean", "rows_past_16_dropped",
            "chunked_mean_32", "columns_past_8_dropped", "float32_counter", "int32_counter",
            "fresh_buffer_every_step", "dampening_on_first_step", "nesterov_without_lookahead",
-           "decay_convention_swapped", "buffer_shared")
+           "decay_convention_swapped", "buffer_shared", "adam_bias_correction_off_by_one",
+           "adam_eps_inside", "adam_b2_on_gradient", "adam_decay_in_moment",
+           "adam_moments_bfloat16", "adam_state_not_advanced")
 FRAMEWORKS = {"numpy": "numpy", "torch": "torch", "flax": "flax"}
 SCRIPTS = {"numpy": ADAPTERS / "numpy_step.py", "torch": ADAPTERS / "torch_step.py",
            "flax": ADAPTERS / "flax_nnx_step.py",
@@ -119,6 +121,37 @@ def reference_momentum(case: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     return out
 
 
+def reference_adam(case: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """float64 results of an Adam step (docs/spec/step.md, Adam), and the magnitudes
+    their errors scale with (the direction's propagated to first order, with the bias
+    corrections 1 - b**t as float32 computes them: b**t rounded, then subtracted)."""
+    plain = reference(case)
+    b1, b2, eps, eps_root, wd = (float(case[key])
+                                 for key in ("b1", "b2", "eps", "eps_root", "weight_decay"))
+    lr, coupled, t = float(case["lr"]), case["decay"] == "coupled", case["step"] + 1
+    correction1, correction2 = 1 - b1**t, 1 - b2**t
+    out = {key: plain[key] for key in ("loss", "grad_kernel", "grad_bias")}
+    for name in ("kernel", "bias"):
+        p = case[name].astype(np.float64)
+        g, sg = plain["grad_" + name]
+        ge, sge = (g + wd * p, sg + wd * np.abs(p)) if coupled else (g, sg)
+        m = case.get("momentum_" + name, np.zeros_like(p)).astype(np.float64)
+        v = case.get("second_moment_" + name, np.zeros_like(p)).astype(np.float64)
+        m1, sm = b1 * m + (1 - b1) * ge, b1 * np.abs(m) + (1 - b1) * sge
+        v1, sv = b2 * v + (1 - b2) * ge * ge, b2 * v + 3 * (1 - b2) * sge * sge
+        mh, smh, vh, svh = m1 / correction1, sm / correction1, v1 / correction2, sv / correction2
+        root = np.sqrt(vh + eps_root)
+        denominator = root + eps
+        a = mh / denominator
+        sa = smh / denominator + np.abs(mh) * svh / (2 * np.maximum(root, 1e-300) * denominator**2)
+        sa += np.abs(a) * (b1**t / correction1 + b2**t / correction2)
+        if not coupled:
+            a, sa = a + wd * p, sa + wd * np.abs(p)
+        out["momentum_" + name], out["second_moment_" + name] = (m1, sm), (v1, sv)
+        out[name] = (p - lr * a, np.abs(p) + lr * sa)
+    return out
+
+
 MOMENTUM_OPTIONS = [dict(momentum=0.9), dict(momentum=0.5, nesterov=True),
                     dict(momentum=0.3, dampening=0.5), dict(momentum=0.9, weight_decay=0.01),
                     dict(momentum=0.1, nesterov=True, weight_decay=0.05, decay="decoupled"),
@@ -154,6 +187,78 @@ def test_random_momentum_cases(adapter: Start, name: str) -> None:
 ])
 def test_declared_momentum(adapter: Start, name: str, momentum: dict[str, Any]) -> None:
     assert adapter(name).info["momentum"] == momentum
+
+
+def adam_cases(eps_root: bool, count: int = 24) -> list[dict[str, Any]]:
+    """Random Adam steps: fresh state and moments before the step (v >= 0, of various
+    sizes), b1 in [0, 0.99], b2 in [0.9, 0.9999], eps in [1e-8, 1e-3], weight decay 0 or
+    0.01 by either convention, step 0, 1, 5 or 1000; eps_root 1e-8 in some when taken."""
+    rng = np.random.default_rng(11)
+    shapes = [(1, 1, 1), (3, 2, 5), (17, 8, 3), (64, 64, 64), (5, 1, 9), (40, 10, 2)]
+    cases = []
+    for i in range(count):
+        n, d, k = shapes[i % len(shapes)]
+        case = make_case(n, d, k, step=int(rng.choice([0, 1, 5, 1000])),
+                         lr=float(rng.choice([1e-3, 0.01, 0.1])), seed=i)
+        case = with_adam(case, b1=rng.uniform(0, 0.99), b2=rng.uniform(0.9, 0.9999),
+                         eps=10 ** rng.uniform(-8, -3),
+                         eps_root=1e-8 if eps_root and i % 4 == 1 else 0,
+                         weight_decay=float(rng.choice([0, 0.01])),
+                         decay=("coupled", "decoupled")[i % 2], state=i % 3 != 0, seed=100 + i)
+        for name in ("kernel", "bias"):
+            if "second_moment_" + name in case:
+                case["second_moment_" + name] *= F32(10 ** rng.uniform(-6, 0))
+        cases.append(case)
+    return cases
+
+
+ADAM_ADAPTERS = [("numpy",), ("torch",), ("torch", "--foreach", "on"),
+                 ("torch", "--foreach", "off"), ("torch", "--fused"), ("flax",)]
+
+
+@pytest.mark.parametrize("args", ADAM_ADAPTERS, ids=" ".join)
+def test_random_adam_cases(adapter: Start, args: tuple[str, ...]) -> None:
+    a = adapter(*args)
+    for case in adam_cases(a.info["adam"]["eps_root"]):
+        out = a.result(case)
+        for key, (ref, scale) in reference_adam(case).items():
+            err = np.abs(out[key] - np.ravel(ref))
+            assert np.all(err <= 1e-5 * np.ravel(scale) + 1e-30), (args, key, case["step"],
+                                                                    err.max())
+
+
+@pytest.mark.parametrize("name, adam", [
+    ("numpy", {"weight_decay": ["coupled", "decoupled"], "eps_root": True}),
+    ("torch", {"weight_decay": ["coupled", "decoupled"], "eps_root": False}),
+    ("flax", {"weight_decay": ["coupled", "decoupled"], "eps_root": True}),
+])
+def test_declared_adam(adapter: Start, name: str, adam: dict[str, Any]) -> None:
+    assert adapter(name).info["adam"] == adam
+
+
+def test_torch_adam_without_eps_root_is_answered_with_an_error(adapter: Start) -> None:
+    a = adapter("torch")
+    a.next_id += 1
+    reply = a.step(with_adam(WORKED, eps_root=1e-8), a.next_id)
+    assert reply == {"op": "error", "id": a.next_id,
+                     "message": "eps_root: 1e-08, but this adapter declared no eps_root"}
+
+
+@pytest.mark.parametrize("name, steps", [("numpy", [2**31 - 1, 2**32, INT64_MAX - 1]),
+                                         ("torch", [2**24 + 1, 2**31, INT64_MAX - 1]),
+                                         ("flax", [2**31 - 2, 2**31 - 1, 2**32 - 1])])
+def test_adam_at_large_steps(adapter: Start, name: str, steps: list[int]) -> None:
+    """Steps near and past the ends of the counters the adapters keep t in (int64,
+    torch's float32, optax's int32), with b2 the largest float32 below 1, so that b2**t is
+    still far from 0 near 2**24: each agrees with the reference."""
+    a = adapter(name)
+    for step in steps:
+        case = with_adam(make_case(3, 2, 2, step=step, seed=step % 97), b2=0.99999994,
+                         weight_decay=0.01, decay="decoupled")
+        out = a.result(case)
+        for key, (ref, scale) in reference_adam(case).items():
+            err = np.abs(out[key] - np.ravel(ref))
+            assert np.all(err <= 1e-5 * np.ravel(scale) + 1e-30), (name, step, key, err.max())
 
 
 @pytest.mark.parametrize("name", ["numpy", "torch", "flax"])
@@ -205,7 +310,13 @@ def probe_cases() -> list[dict[str, Any]]:
             with_momentum(make_case(5, 3, 2, seed=7), dampening=0.5, nesterov=True,
                           weight_decay=0.05),
             with_momentum(make_case(5, 3, 2, seed=8), dampening=0.5, weight_decay=0.05,
-                          decay="decoupled", buffer=False)]
+                          decay="decoupled", buffer=False),
+            # Adam: moments before the step, decoupled decay, an eps that shows where it
+            # is added; a first step at step 0 with coupled decay and eps_root.
+            with_adam(make_case(5, 3, 2, step=3, seed=9), b1=0.8, b2=0.95, eps=1e-3,
+                      weight_decay=0.05, decay="decoupled"),
+            with_adam(make_case(5, 3, 2, seed=10), eps_root=1e-6, weight_decay=0.05,
+                      state=False)]
 
 
 @pytest.mark.parametrize("mutant", MUTANTS)

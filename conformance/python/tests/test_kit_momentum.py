@@ -114,8 +114,12 @@ def test_plain_sgd_may_be_named() -> None:
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"optimizer": "adam"}, "optimizer: expected \"momentum\" (or \"sgd\"), got 'adam'"),
-    ({"optimizer": None}, "optimizer: expected \"momentum\" (or \"sgd\"), got None"),
+    ({"optimizer": "lamb"}, "optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got "
+                            "'lamb'"),
+    ({"optimizer": None}, "optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got None"),
+    ({"b1": enc([0.9])}, "b1: an Adam step's field, in a momentum step"),
+    ({"second_moment_bias": enc([1])}, "second_moment_bias: an Adam step's field, in a momentum "
+                                       "step"),
     ({"dampening": None}, "dampening: missing; a momentum step carries momentum, dampening, "
                           "nesterov, weight_decay and decay"),
     ({"decay": None}, "decay: missing"),

@@ -46,7 +46,12 @@ them, so declare honestly:
 - `momentum`: the step also does SGD with momentum, with the options of a
   `MomentumSupport(dampening=..., nesterov=..., weight_decay=(...))` or a mapping with
   those keys: dampening (a dampening other than 0), nesterov, and the weight decay
-  conventions taken, "coupled" and/or "decoupled". Undeclared, every step is plain SGD.
+  conventions taken, "coupled" and/or "decoupled". Undeclared, no step uses momentum;
+- `adam`: the step also does Adam, with the options of an
+  `AdamSupport(weight_decay=(...), eps_root=...)` or a mapping with those keys: the
+  weight decay conventions taken, "coupled" (torch.optim.Adam) and/or "decoupled"
+  (AdamW), and eps_root (an eps_root other than 0, as optax has). Undeclared, no step
+  is an Adam step. With neither `momentum` nor `adam`, every step is plain SGD.
 
 Momentum: with a `momentum` declaration, about half of the suite's cases are momentum
 steps. Such a case has `case.optimizer`, an `Optimizer` (kind "momentum"; momentum,
@@ -61,6 +66,24 @@ direction = ge + momentum*buffer' with nesterov, else buffer'; p' = p - lr*direc
 that of the loss alone. The step returns "momentum_kernel" and "momentum_bias" too,
 the buffer after the step. A momentum step outside the declared options is answered
 with op "error" before `step` sees it.
+
+Adam: with an `adam` declaration, the suite also sends Adam steps. Such a case has
+`case.optimizer`, an `AdamOptimizer` (kind "adam"; b1, b2, eps, eps_root and
+weight_decay numpy float32 scalars; decay "coupled" or "decoupled"),
+`case.momentum_kernel` [d, k] and `case.momentum_bias` [k], the first moment m before
+the step, and
+`case.second_moment_kernel` [d, k] and `case.second_moment_bias` [k], the second moment
+v before the step (all four None in fresh state, where the moments are zeros). With g
+the gradient, p the parameter and t = case.step + 1 (the steps taken, this one
+included), in exact arithmetic: ge = g + weight_decay*p when coupled, else g;
+m' = b1*m + (1 - b1)*ge; v' = b2*v + (1 - b2)*ge**2; mh = m' / (1 - b1**t),
+vh = v' / (1 - b2**t); a = mh / (sqrt(vh + eps_root) + eps); p' = p - lr*a (coupled) or
+p - lr*(a + weight_decay*p) (decoupled). The gradient reported is that of the loss
+alone. The step returns "momentum_kernel", "momentum_bias", "second_moment_kernel" and
+"second_moment_bias" too, m' and v'. An Adam step outside the declared options (eps_root
+other than 0 without eps_root, a weight decay other than 0 by an undeclared convention)
+is answered with op "error" before `step` sees it. Tell the optimizers apart with
+`isinstance(case.optimizer, AdamOptimizer)` (or `case.optimizer.kind`).
 
 Batches: a step that is faster on many cases at once (one vectorised or compiled call)
 is served with `serve(step_batch=fn, max_batch=M, ...)` instead of `step`. The suite
@@ -90,10 +113,10 @@ process: `sgdc.check(step, name=..., capabilities=...)`.
 Besides the protocol's fields, the hello reply carries the additive fields of
 docs/spec/protocol.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
 (the suite may send cases ahead of their answers: the kit reads and answers messages in
-order), and as declared "max_shards", "max_batch", "counter", "placement". When the
-suite offers binary arrays, the kit accepts them ("array_encoding": "binary"): arrays
-then travel as raw bytes after each line instead of base64 inside it, which the step
-never sees.
+order), and as declared "max_shards", "max_batch", "counter", "placement",
+"compute_format", "momentum", "adam". When the suite offers binary arrays, the kit
+accepts them ("array_encoding": "binary"): arrays then travel as raw bytes after each
+line instead of base64 inside it, which the step never sees.
 """
 
 from __future__ import annotations
@@ -103,22 +126,23 @@ import sys
 from types import ModuleType
 from typing import NoReturn, Unpack
 
-from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, Arrays, Case, Optimizer, StepOutput,
-                     build_result, decode, encode, parse_case, reference)
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, AdamOptimizer, Arrays, Case,
+                     Optimizer, StepOutput, build_result, decode, encode, parse_case, reference)
 from ._codec import RejectCase as RejectCase
 from ._serve import (COMPUTE_FORMATS, COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS,
-                     PROTOCOL, Adapter, BatchOutput, ComputeFormat, Declarations,
+                     PROTOCOL, Adapter, AdamSupport, BatchOutput, ComputeFormat, Declarations,
                      MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
-                     check_declared, compute_format_declaration, counter_declaration,
-                     momentum_declaration, reserve_stdout)
+                     adam_declaration, check_declared, compute_format_declaration,
+                     counter_declaration, momentum_declaration, reserve_stdout)
 
 __all__ = [
     "CAPABILITIES", "COMPUTE_FORMATS", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS",
-    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "Arrays",
-    "BatchOutput", "Case", "ComputeFormat", "Declarations", "MomentumSupport", "Optimizer",
-    "ProtocolError", "Reader", "RejectCase", "StepBatchFn", "StepFn", "StepOutput", "Writer",
-    "build_result", "check_declared", "compute_format_declaration", "counter_declaration",
-    "decode", "encode", "momentum_declaration", "parse_case", "reference", "require",
+    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "AdamOptimizer",
+    "AdamSupport", "Arrays", "BatchOutput", "Case", "ComputeFormat", "Declarations",
+    "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase", "StepBatchFn",
+    "StepFn", "StepOutput", "Writer", "adam_declaration", "build_result", "check_declared",
+    "compute_format_declaration", "counter_declaration", "decode", "encode",
+    "momentum_declaration", "parse_case", "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",
 ]
 

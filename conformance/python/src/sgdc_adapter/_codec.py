@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
@@ -13,17 +13,25 @@ import numpy.typing as npt
 
 F32LE = np.dtype("<f4")  # the protocol's element type (a dtype object: cheaper than "<f4" each time)
 CAPABILITIES = ("grads", "step_counter", "shard_layout")
-# Where the weight decay enters a momentum step: "coupled" (added to the gradient, so it
-# enters the buffer, as torch.optim.SGD does) or "decoupled" (added to the direction).
+# Where the weight decay enters a momentum or Adam step: "coupled" (added to the gradient,
+# so it enters the buffer or the moments, as torch.optim.SGD and torch.optim.Adam do) or
+# "decoupled" (added to the direction: AdamW).
 DECAY_CONVENTIONS = ("coupled", "decoupled")
-# The step message's fields that only a momentum step carries.
+# The step message's fields that only a momentum step carries (the last four an Adam
+# step carries too).
 MOMENTUM_FIELDS = ("momentum", "dampening", "nesterov", "weight_decay", "decay",
                    "momentum_kernel", "momentum_bias")
+# The step message's fields that only an Adam step carries.
+ADAM_FIELDS = ("b1", "b2", "eps", "eps_root", "second_moment_kernel", "second_moment_bias")
+# An Adam step's state before the step: the first moment m and the second moment v, all
+# four present or (fresh state) all four absent.
+ADAM_STATE = ("momentum_kernel", "momentum_bias", "second_moment_kernel", "second_moment_bias")
 
 Float32Array = npt.NDArray[np.float32]
 # What `step` returns for one case: "loss", "kernel", "bias", and as promised
-# "grad_kernel", "grad_bias", "step", "shards", and for a momentum step
-# "momentum_kernel", "momentum_bias" (see the package docstring).
+# "grad_kernel", "grad_bias", "step", "shards", for a momentum step "momentum_kernel",
+# "momentum_bias", and for an Adam step those and "second_moment_kernel",
+# "second_moment_bias" (see the package docstring).
 StepOutput = Mapping[str, Any]
 # A JSON object as the protocol's messages carry it.
 Message = dict[str, Any]
@@ -54,6 +62,26 @@ class Optimizer:
     decay: Literal["coupled", "decoupled"]
 
 
+@dataclass(frozen=True)
+class AdamOptimizer:
+    """The optimizer of an Adam step (`Case.optimizer`).
+
+    With g the gradient, p the parameter, m and v the moments before the step (zeros in
+    fresh state) and t = step + 1, in exact arithmetic: ge = g + weight_decay*p when
+    `decay` is "coupled", else g; m' = b1*m + (1 - b1)*ge; v' = b2*v + (1 - b2)*ge**2;
+    mh = m' / (1 - b1**t), vh = v' / (1 - b2**t); a = mh / (sqrt(vh + eps_root) + eps);
+    p' = p - lr*a ("coupled", torch.optim.Adam) or p - lr*(a + weight_decay*p)
+    ("decoupled", AdamW)."""
+
+    kind: Literal["adam"]
+    b1: np.float32
+    b2: np.float32
+    eps: np.float32
+    eps_root: np.float32
+    weight_decay: np.float32
+    decay: Literal["coupled", "decoupled"]
+
+
 @dataclass(eq=False)
 class Case:
     """One decoded step request.
@@ -62,10 +90,13 @@ class Case:
     are writable float32 arrays; `step` is the step counter's value, a Python int (any
     size the declared counter allows).
 
-    `optimizer` is None for plain SGD (p' = p - lr*g), else the momentum step's
-    Optimizer; `momentum_kernel` [d, k] and `momentum_bias` [k] are then the buffer before
-    the step (writable float32 arrays), both None on the optimizer's first step (fresh
-    state)."""
+    `optimizer` is None for plain SGD (p' = p - lr*g), the momentum step's Optimizer, or
+    the Adam step's AdamOptimizer. With momentum, `momentum_kernel` [d, k] and
+    `momentum_bias` [k] are the buffer before the step (writable float32 arrays), both
+    None on the optimizer's first step (fresh state). With Adam, they are the first
+    moment m before the step, and `second_moment_kernel` [d, k] and
+    `second_moment_bias` [k] the second moment v; all four None in fresh state (the
+    moments are then zeros)."""
 
     n: int
     d: int
@@ -77,21 +108,30 @@ class Case:
     bias: Float32Array
     x: Float32Array
     y: Float32Array
-    optimizer: Optimizer | None = None
+    optimizer: Optimizer | AdamOptimizer | None = None
     momentum_kernel: Float32Array | None = None
     momentum_bias: Float32Array | None = None
+    second_moment_kernel: Float32Array | None = None
+    second_moment_bias: Float32Array | None = None
 
     @property
     def fresh_state(self) -> bool:
-        """True when the case carries no momentum buffer (plain SGD, or a first step)."""
+        """True when the case carries no optimizer state (plain SGD, or a first step: no
+        momentum buffer, no Adam moments)."""
         return self.momentum_kernel is None
 
     def __repr__(self) -> str:
         o = self.optimizer
-        more = "" if o is None else (
-            f", optimizer={o.kind}(momentum={o.momentum!s}, dampening={o.dampening!s}, "
-            f"nesterov={o.nesterov}, weight_decay={o.weight_decay!s}, decay={o.decay}"
-            f"{', fresh' if self.fresh_state else ''})")
+        if o is None:
+            more = ""
+        elif isinstance(o, AdamOptimizer):
+            more = (f", optimizer=adam(b1={o.b1!s}, b2={o.b2!s}, eps={o.eps!s}, "
+                    f"eps_root={o.eps_root!s}, weight_decay={o.weight_decay!s}, decay={o.decay}"
+                    f"{', fresh' if self.fresh_state else ''})")
+        else:
+            more = (f", optimizer={o.kind}(momentum={o.momentum!s}, dampening={o.dampening!s}, "
+                    f"nesterov={o.nesterov}, weight_decay={o.weight_decay!s}, decay={o.decay}"
+                    f"{', fresh' if self.fresh_state else ''})")
         return (f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, "
                 f"step={self.step}{more})")
 
@@ -165,23 +205,32 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
         y=array("y", n * k).reshape(n, k),
     )
     kind = msg.get("optimizer", "sgd")
-    if kind == "sgd":  # plain SGD: a momentum step's fields have no meaning here
+    if kind == "sgd":  # plain SGD: an optimizer's fields have no meaning here
         extra = [key for key in MOMENTUM_FIELDS if key in msg]
         if extra:
             raise RejectCase(f"{extra[0]} without \"optimizer\": \"momentum\": only a momentum "
                              f"step carries it")
+        extra = [key for key in ADAM_FIELDS if key in msg]
+        if extra:
+            raise RejectCase(f"{extra[0]} without \"optimizer\": \"adam\": only an Adam step "
+                             f"carries it")
         return case
+    if kind == "adam":
+        return _parse_adam(msg, case, array)
     if kind != "momentum":
-        raise RejectCase(f"optimizer: expected \"momentum\" (or \"sgd\"), got {kind!r}")
+        raise RejectCase(f"optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got "
+                         f"{kind!r}")
+    extra = [key for key in ADAM_FIELDS if key in msg]
+    if extra:
+        raise RejectCase(f"{extra[0]}: an Adam step's field, in a momentum step")
     for key in MOMENTUM_FIELDS[:5]:
         if key not in msg:
             raise RejectCase(f"{key}: missing; a momentum step carries momentum, dampening, "
                              f"nesterov, weight_decay and decay")
-    nesterov, decay = msg["nesterov"], msg["decay"]
+    nesterov = msg["nesterov"]
     if type(nesterov) is not bool:
         raise RejectCase(f"nesterov: expected true or false, got {nesterov!r}")
-    if decay not in DECAY_CONVENTIONS:
-        raise RejectCase(f"decay: expected \"coupled\" or \"decoupled\", got {decay!r}")
+    decay = _decay(msg["decay"])
     case.optimizer = Optimizer(kind="momentum", momentum=array("momentum", 1)[0],
                                dampening=array("dampening", 1)[0], nesterov=nesterov,
                                weight_decay=array("weight_decay", 1)[0], decay=decay)
@@ -194,6 +243,43 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
     if has_kernel:
         case.momentum_kernel = array("momentum_kernel", d * k).reshape(d, k)
         case.momentum_bias = array("momentum_bias", k)
+    return case
+
+
+def _decay(decay: object) -> Literal["coupled", "decoupled"]:
+    if decay == "coupled":
+        return "coupled"
+    if decay == "decoupled":
+        return "decoupled"
+    raise RejectCase(f"decay: expected \"coupled\" or \"decoupled\", got {decay!r}")
+
+
+def _parse_adam(msg: Mapping[str, Any], case: Case,
+                array: Callable[[str, int], Float32Array]) -> Case:
+    """`case` with the Adam step's optimizer and moments of `msg`."""
+    extra = [key for key in MOMENTUM_FIELDS[:3] if key in msg]
+    if extra:
+        raise RejectCase(f"{extra[0]}: a momentum step's field, in an Adam step")
+    for key in ("b1", "b2", "eps", "eps_root", "weight_decay", "decay"):
+        if key not in msg:
+            raise RejectCase(f"{key}: missing; an Adam step carries b1, b2, eps, eps_root, "
+                             f"weight_decay and decay")
+    decay = _decay(msg["decay"])
+    case.optimizer = AdamOptimizer(kind="adam", b1=array("b1", 1)[0], b2=array("b2", 1)[0],
+                                   eps=array("eps", 1)[0], eps_root=array("eps_root", 1)[0],
+                                   weight_decay=array("weight_decay", 1)[0], decay=decay)
+    present = [key for key in ADAM_STATE if key in msg]
+    if present and len(present) < len(ADAM_STATE):
+        absent = [key for key in ADAM_STATE if key not in msg]
+        raise RejectCase(f"{absent[0]}: missing, but {', '.join(present)} "
+                         f"{'is' if len(present) == 1 else 'are'} sent: the moments before the "
+                         f"step have all of {', '.join(ADAM_STATE)} (none in fresh state)")
+    if present:
+        d, k = case.d, case.k
+        case.momentum_kernel = array("momentum_kernel", d * k).reshape(d, k)
+        case.momentum_bias = array("momentum_bias", k)
+        case.second_moment_kernel = array("second_moment_kernel", d * k).reshape(d, k)
+        case.second_moment_bias = array("second_moment_bias", k)
     return case
 
 
@@ -250,8 +336,10 @@ def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
                  arrays: Arrays | None = None) -> Message:
     """Check `step`'s output against the case and the promised capabilities; encode it,
     arrays in base64 or through `arrays` (an Arrays writer). A momentum step's output
-    must have "momentum_kernel" and "momentum_bias", the buffer after the step; a plain
-    step's are not sent."""
+    must have "momentum_kernel" and "momentum_bias", the buffer after the step; an Adam
+    step's those, the first moment after the step, and "second_moment_kernel" and
+    "second_moment_bias", the second; a plain step's are not sent (nor a momentum
+    step's second moment)."""
     if not isinstance(out, Mapping):
         raise TypeError(f"step() must return a dict, got {type(out).__name__}")
     arrays = arrays or Arrays()
@@ -271,7 +359,12 @@ def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
         if not isinstance(shards, (list, tuple)):
             raise TypeError("step() result 'shards' must be a list")
         res["shards"] = [{"kernel": int(s["kernel"]), "bias": int(s["bias"])} for s in shards]
-    if case.optimizer is not None:
+    if isinstance(case.optimizer, AdamOptimizer):
+        for key, what in (("momentum", "first"), ("second_moment", "second")):
+            why = f", which an Adam step returns (the {what} moment after the step)"
+            res[key + "_kernel"] = _array_out(out, key + "_kernel", (case.d, case.k), arrays, why)
+            res[key + "_bias"] = _array_out(out, key + "_bias", (case.k,), arrays, why)
+    elif case.optimizer is not None:
         why = ", which a momentum step returns (the buffer after the step)"
         res["momentum_kernel"] = _array_out(out, "momentum_kernel", (case.d, case.k), arrays, why)
         res["momentum_bias"] = _array_out(out, "momentum_bias", (case.k,), arrays, why)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, TypedDict, TypeGuard, Union, cast
 
-from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, Arrays, Case, Float32Array, Message,
-                     RejectCase, StepOutput, build_result, parse_case)
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, AdamOptimizer, Arrays, Case, Float32Array,
+                     Message, RejectCase, StepOutput, build_result, parse_case)
 
 PROTOCOL = 1
 # Cases the suite may send before reading the first answer: messages are read and
@@ -134,47 +134,102 @@ class MomentumSupport:
     weight_decay: tuple[str, ...] = ()
 
 
+def _declared_fields(what: str, value: object, cls: type,
+                     keys: tuple[str, ...]) -> Mapping[str, Any]:
+    """The declaration's fields: those of a `cls` instance, or a mapping with only `keys`."""
+    if isinstance(value, cls):
+        return {key: getattr(value, key) for key in keys}
+    if isinstance(value, Mapping):
+        unknown = [key for key in value if key not in keys]
+        if unknown:
+            raise ValueError(f"{what}: unknown key {unknown[0]!r}; the keys are "
+                             f"{', '.join(keys)}")
+        return value
+    article = "an" if cls.__name__[0] in "AEIOU" else "a"
+    raise ValueError(f"{what} must be {article} {cls.__name__} or a mapping with keys "
+                     f"{', '.join(keys)}; got {value!r}")
+
+
+def _flag(what: str, fields: Mapping[str, Any], key: str) -> bool:
+    value = fields.get(key, False)
+    if type(value) is not bool:
+        raise ValueError(f"{what} {key} must be True or False, got {value!r}")
+    return value
+
+
+def _decay_conventions(what: str, decays: object) -> tuple[str, ...]:
+    """The weight decay conventions declared, in the order coupled, decoupled."""
+    if isinstance(decays, (str, bytes)) or not isinstance(decays, Iterable):
+        raise ValueError(f"{what} weight_decay must be a collection of conventions, e.g. "
+                         f"('coupled', 'decoupled'); got {decays!r}")
+    listed = list(decays)
+    for decay in listed:
+        if decay not in DECAY_CONVENTIONS:
+            raise ValueError(f"{what} weight_decay convention {decay!r} is not 'coupled' or "
+                             f"'decoupled'")
+        if listed.count(decay) > 1:
+            raise ValueError(f"{what} weight_decay lists {decay!r} twice")
+    return tuple(d for d in DECAY_CONVENTIONS if d in listed)
+
+
 def momentum_declaration(momentum: object) -> MomentumSupport:
     """The MomentumSupport of `momentum` (a MomentumSupport, or a mapping with its keys
     "dampening", "nesterov", "weight_decay", each optional); ValueError naming the bad
     value otherwise. The conventions come back in the order coupled, decoupled."""
-    if isinstance(momentum, MomentumSupport):
-        fields: Mapping[str, Any] = {"dampening": momentum.dampening,
-                                     "nesterov": momentum.nesterov,
-                                     "weight_decay": momentum.weight_decay}
-    elif isinstance(momentum, Mapping):
-        unknown = [key for key in momentum if key not in ("dampening", "nesterov", "weight_decay")]
-        if unknown:
-            raise ValueError(f"momentum: unknown key {unknown[0]!r}; the keys are dampening, "
-                             f"nesterov, weight_decay")
-        fields = momentum
-    else:
-        raise ValueError(f"momentum must be a MomentumSupport or a mapping with keys dampening, "
-                         f"nesterov, weight_decay; got {momentum!r}")
-    for key in ("dampening", "nesterov"):
-        if type(fields.get(key, False)) is not bool:
-            raise ValueError(f"momentum {key} must be True or False, got {fields[key]!r}")
-    decays = fields.get("weight_decay", ())
-    if isinstance(decays, (str, bytes)) or not isinstance(decays, Iterable):
-        raise ValueError(f"momentum weight_decay must be a collection of conventions, e.g. "
-                         f"('coupled', 'decoupled'); got {decays!r}")
-    decays = list(decays)
-    for decay in decays:
-        if decay not in DECAY_CONVENTIONS:
-            raise ValueError(f"momentum weight_decay convention {decay!r} is not 'coupled' or "
-                             f"'decoupled'")
-        if decays.count(decay) > 1:
-            raise ValueError(f"momentum weight_decay lists {decay!r} twice")
-    return MomentumSupport(dampening=fields.get("dampening", False),
-                           nesterov=fields.get("nesterov", False),
-                           weight_decay=tuple(d for d in DECAY_CONVENTIONS if d in decays))
+    fields = _declared_fields("momentum", momentum, MomentumSupport,
+                              ("dampening", "nesterov", "weight_decay"))
+    dampening = _flag("momentum", fields, "dampening")
+    nesterov = _flag("momentum", fields, "nesterov")
+    return MomentumSupport(dampening=dampening, nesterov=nesterov,
+                           weight_decay=_decay_conventions("momentum",
+                                                           fields.get("weight_decay", ())))
 
 
-def check_declared(case: Case, momentum: MomentumSupport | None) -> None:
+@dataclass(frozen=True)
+class AdamSupport:
+    """The `adam` declaration: the step also does Adam, with these options.
+
+    `weight_decay`: the decay conventions it takes, "coupled" (torch.optim.Adam: the
+    decay added to the gradient, before the moments) and/or "decoupled" (AdamW), none
+    when it takes no weight decay; `eps_root`: it takes an eps_root other than 0 (inside
+    the square root, as optax has it; torch has none). The suite draws Adam steps only
+    within them, and the kit rejects a step outside them (op "error") before the step
+    function sees it."""
+
+    weight_decay: tuple[str, ...] = ()
+    eps_root: bool = False
+
+
+def adam_declaration(adam: object) -> AdamSupport:
+    """The AdamSupport of `adam` (an AdamSupport, or a mapping with its keys
+    "weight_decay", "eps_root", each optional); ValueError naming the bad value
+    otherwise. The conventions come back in the order coupled, decoupled."""
+    fields = _declared_fields("adam", adam, AdamSupport, ("weight_decay", "eps_root"))
+    eps_root = _flag("adam", fields, "eps_root")
+    return AdamSupport(weight_decay=_decay_conventions("adam", fields.get("weight_decay", ())),
+                       eps_root=eps_root)
+
+
+def _check_decay(weight_decay: Any, decay: str, declared: tuple[str, ...]) -> None:
+    if weight_decay != 0 and decay not in declared:
+        what = f"only {', '.join(declared)}" if declared else "no weight decay"
+        raise RejectCase(f"decay: weight_decay {weight_decay!s} {decay}, but this adapter "
+                         f"declared {what}")
+
+
+def check_declared(case: Case, momentum: MomentumSupport | None,
+                   adam: AdamSupport | None = None) -> None:
     """RejectCase naming the field when `case` asks for an optimizer option outside the
-    declaration `momentum` (None: plain SGD only)."""
+    declarations `momentum` and `adam` (None: no momentum steps, no Adam steps)."""
     o = case.optimizer
     if o is None:
+        return
+    if isinstance(o, AdamOptimizer):
+        if adam is None:
+            raise RejectCase("optimizer: an Adam step, but this adapter declared no adam")
+        if o.eps_root != 0 and not adam.eps_root:
+            raise RejectCase(f"eps_root: {o.eps_root!s}, but this adapter declared no eps_root")
+        _check_decay(o.weight_decay, o.decay, adam.weight_decay)
         return
     if momentum is None:
         raise RejectCase("optimizer: a momentum step, but this adapter declared no momentum")
@@ -182,11 +237,7 @@ def check_declared(case: Case, momentum: MomentumSupport | None) -> None:
         raise RejectCase(f"dampening: {o.dampening!s}, but this adapter declared no dampening")
     if o.nesterov and not momentum.nesterov:
         raise RejectCase("nesterov: true, but this adapter declared no Nesterov momentum")
-    if o.weight_decay != 0 and o.decay not in momentum.weight_decay:
-        declared = (f"only {', '.join(momentum.weight_decay)}" if momentum.weight_decay
-                    else "no weight decay")
-        raise RejectCase(f"decay: weight_decay {o.weight_decay!s} {o.decay}, but this adapter "
-                         f"declared {declared}")
+    _check_decay(o.weight_decay, o.decay, momentum.weight_decay)
 
 
 def _is_int(v: object) -> TypeGuard[int]:
@@ -212,6 +263,7 @@ class Declarations(TypedDict, total=False):
     counter: tuple[str, str] | None
     placement: str | None
     momentum: MomentumSupport | Mapping[str, Any] | None
+    adam: AdamSupport | Mapping[str, Any] | None
 
 
 def compute_format_declaration(fmt: ComputeFormat) -> str | dict[str, int]:
@@ -249,7 +301,8 @@ class Adapter:
                  max_shards: int | None = None,
                  counter: tuple[str, str] | None = None,
                  placement: str | None = None,
-                 momentum: MomentumSupport | Mapping[str, Any] | None = None) -> None:
+                 momentum: MomentumSupport | Mapping[str, Any] | None = None,
+                 adam: AdamSupport | Mapping[str, Any] | None = None) -> None:
         if (step is None) == (step_batch is None):
             raise ValueError("give exactly one of step (one case at a time) and step_batch "
                              "(a list of cases)")
@@ -305,6 +358,10 @@ class Adapter:
             self.hello["momentum"] = {"dampening": self.momentum.dampening,
                                       "nesterov": self.momentum.nesterov,
                                       "weight_decay": list(self.momentum.weight_decay)}
+        self.adam = None if adam is None else adam_declaration(adam)
+        if self.adam is not None:
+            self.hello["adam"] = {"weight_decay": list(self.adam.weight_decay),
+                                  "eps_root": self.adam.eps_root}
         self.step = step
         self.step_batch = step_batch
         self.max_batch: int = max_batch if step_batch is not None and max_batch is not None else 1
@@ -450,7 +507,7 @@ class _Conversation:
 
     def _parse(self, msg: Message, payload: bytearray | None) -> Case:
         case = parse_case(msg, payload)
-        check_declared(case, self.adapter.momentum)
+        check_declared(case, self.adapter.momentum, self.adapter.adam)
         return case
 
     def _break_off(self, reason: str, quiet: bool = False) -> None:
