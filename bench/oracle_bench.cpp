@@ -2,9 +2,9 @@
 // yardsticks), the certified fast path, the 50-digit multiprecision step, the exact
 // rational step, and expect() (certified values plus the error bounds). At layer sizes
 // (N x D x K = 32 x 1024 x 1024 and 8 x 4096 x 4096) the yardsticks, the certified path
-// and expect() only: the rational paths would take hours there. The certified path and
-// expect() take the oracle's thread count as a fourth argument (set_oracle_threads; the
-// Eigen steps use one thread).
+// and expect() only (and both for an AdamW step at every size): the rational paths would take hours
+// there. The certified path and expect() take the oracle's thread count as a fourth argument
+// (set_oracle_threads; the Eigen steps use one thread).
 #include <benchmark/benchmark.h>
 
 #include "float_step.hpp"
@@ -88,6 +88,43 @@ void BM_Expect(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(expect(c));
 }
 
+// An AdamW step (b1 0.9, b2 0.999, eps 1e-8, decoupled decay 0.01) at step 10 with carried
+// moments: the parameters through the square root, enclosed (section 14 of the error model).
+Case adam_case(const benchmark::State& state) {
+  Case c = shaped(state);
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.9f;
+  c.optimizer.b2 = 0.999f;
+  c.optimizer.eps = 1e-8f;
+  c.optimizer.weight_decay = 0.01f;
+  c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+  c.step = 10;
+  const Case first = random_case(c.n, c.d, c.k, 2), second = random_case(c.n, c.d, c.k, 3);
+  c.momentum_kernel = first.kernel;
+  c.momentum_bias = first.bias;
+  c.second_moment_kernel = second.kernel;
+  c.second_moment_bias = second.bias;
+  for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias})
+    for (float& f : *v) f *= f;  // squares: >= 0
+  return c;
+}
+
+void BM_CertifiedAdamStep(benchmark::State& state) {
+  const Case c = adam_case(state);
+  const OracleThreads threads(state);
+  const CertificationCounters before = certification_counters();
+  for (auto _ : state) benchmark::DoNotOptimize(certified_step(c));
+  const CertificationCounters after = certification_counters();
+  state.counters["exact_fallbacks"] =
+      static_cast<double>(after.exact_cases - before.exact_cases) / state.iterations();
+}
+
+void BM_ExpectAdam(benchmark::State& state) {
+  const Case c = adam_case(state);
+  const OracleThreads threads(state);
+  for (auto _ : state) benchmark::DoNotOptimize(expect(c));
+}
+
 #define SGDC_SHAPES           \
   ->Args({8, 8, 8})           \
       ->Args({32, 32, 32})    \
@@ -111,6 +148,8 @@ BENCHMARK(BM_Float32Step) SGDC_SHAPES;
 BENCHMARK(BM_Float64Step) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedStep) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Expect) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_CertifiedAdamStep) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_ExpectAdam) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_MultiprecisionStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRationalStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRoundedStep) SGDC_SHAPES;
