@@ -31,6 +31,15 @@ an optimizer as constructed, which makes its state itself; fresh state at a late
 loads zeros with the step. The moments after the step are read back from
 optimizer.state.
 
+Momentum: `torch.optim.SGD(lr, momentum, nesterov=..., weight_decay=wd)`, coupled decay
+(torch's SGD adds `wd * p` to the gradient), heavy ball or Nesterov, the buffer loaded
+into `optimizer.state[p]["momentum_buffer"]` (absent in fresh state: torch's first step
+copies the decayed gradient, as the spec's fresh buffer) and read back after the step.
+Dampening is not declared: torch skips the buffer altogether when momentum is 0, where
+the spec's buffer is `(1 - dampening) ge`, so a dampening other than 0 would be a
+different step there. With momentum 0 torch keeps no buffer; the adapter reports the
+decayed gradient torch used, `grad.add(param, alpha=wd)`, which is the spec's buffer.
+
 Step counter: torch.optim.SGD without momentum keeps no step count, so the adapter
 does not claim "step_counter" (Adam's float32 `step` is not reported either: the
 capability promises it on every result).
@@ -87,24 +96,49 @@ def step(case: sgdc_adapter.Case, foreach: bool | None = None,
         model.weight.copy_(torch.from_numpy(case.kernel.T.copy()))
         model.bias.copy_(torch.from_numpy(case.bias))
     x, y = torch.from_numpy(case.x), torch.from_numpy(case.y)
+    momentum = isinstance(case.optimizer, sgdc_adapter.Optimizer)
+    before = {}
     if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
         optimizer = adam(case, model, foreach, fused)
-    else:  # the kit rejects momentum steps first: momentum is not declared
+    elif momentum:
+        o = case.optimizer
+        optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr),
+                                    momentum=float(o.momentum), nesterov=bool(o.nesterov),
+                                    weight_decay=float(o.weight_decay), foreach=foreach,
+                                    **fused_option(fused))
+        before = {name: p.detach().clone() for name, p in
+                  (("kernel", model.weight), ("bias", model.bias))}
+        if not case.fresh_state and o.momentum != 0:
+            for param, buf, transposed in ((model.weight, case.momentum_kernel, True),
+                                           (model.bias, case.momentum_bias, False)):
+                optimizer.state[param] = {
+                    "momentum_buffer": torch.from_numpy((buf.T if transposed else buf).copy())}
+    else:
         optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr), foreach=foreach,
                                     **fused_option(fused))
 
     optimizer.zero_grad()
     loss = torch.nn.functional.mse_loss(model(x), y)  # reduction="mean": over all n*k elements
     loss.backward()
+    # The gradients as backward left them: SGD's foreach path with Nesterov adds
+    # momentum * buffer into the .grad tensors in place (torch 2.13), so read them first.
+    grads = {"kernel": model.weight.grad.detach().clone(), "bias": model.bias.grad.detach().clone()}
     optimizer.step()
 
     out = {
         "loss": loss.detach().numpy(),
         "kernel": model.weight.detach().numpy().T,
         "bias": model.bias.detach().numpy(),
-        "grad_kernel": model.weight.grad.numpy().T,
-        "grad_bias": model.bias.grad.numpy(),
+        "grad_kernel": grads["kernel"].numpy().T,
+        "grad_bias": grads["bias"].numpy(),
     }
+    if momentum:
+        for name, param in (("kernel", model.weight), ("bias", model.bias)):
+            buf = optimizer.state[param].get("momentum_buffer")
+            if buf is None:  # momentum 0: no buffer; the decayed gradient torch used
+                buf = grads[name].add(before[name], alpha=float(case.optimizer.weight_decay))
+            b = buf.detach().numpy()
+            out["momentum_" + name] = b.T if name == "kernel" else b
     if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
         for name, param in (("kernel", model.weight), ("bias", model.bias)):
             state = optimizer.state[param]
@@ -128,6 +162,8 @@ def main() -> None:
             "torch" if args.foreach is None else f"torch-foreach-{args.foreach}")
     sgdc_adapter.serve(lambda case: step(case, foreach, fused), name=name,
                        version=torch.__version__, capabilities=("grads",), subnormals="ieee",
+                       momentum=sgdc_adapter.MomentumSupport(nesterov=True,
+                                                             weight_decay=("coupled",)),
                        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
                                                      eps_root=False))
 
