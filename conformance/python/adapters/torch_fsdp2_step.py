@@ -31,6 +31,13 @@ Per case, on each rank r of S (what a training step under FSDP2 does):
      gradient of its own rows of the parameters), and `torch.optim.SGD` steps the local
      shards; the reported loss is the all-reduced sum of squares / (N * K), taken before
      the update.
+Momentum: `torch.optim.SGD` with momentum, Nesterov and (coupled) weight decay, set per
+case in its param group; the case's buffer is loaded as a DTensor placed as its parameter
+(each rank its own chunk) and the buffer after the step read from the rank's state, so the
+optimizer state is sharded with the parameters, and each rank reports its buffer's
+elements ("state_kernel", "state_bias"). Dampening is not declared (as in the eager
+adapter: torch keeps no buffer at momentum 0).
+
 Each rank sends back its local shards (`to_local()`) of the parameters and gradients;
 this process puts them together in rank order and reports how many kernel and bias
 elements each rank stores, read from those local shards ("shard_layout", placement
@@ -174,7 +181,22 @@ class Rank:
                 part = distribute_tensor(torch.from_numpy(np.ascontiguousarray(full)),
                                          p.device_mesh, p.placements, src_data_rank=None)
                 p.to_local().copy_(part.to_local())
-        opt.param_groups[0]["lr"] = job["lr"]
+        group_options = opt.param_groups[0]
+        group_options["lr"] = job["lr"]
+        mom = job.get("momentum")  # None: plain SGD
+        group_options["momentum"] = mom["momentum"] if mom else 0.0
+        group_options["nesterov"] = bool(mom and mom["nesterov"])
+        group_options["weight_decay"] = mom["weight_decay"] if mom else 0.0
+        before = {}
+        for name, p in (("weight", model.weight), ("bias", model.bias)):
+            opt.state.pop(p, None)  # fresh state, unless the case carries a buffer
+            buf = job.get("buf_" + name)
+            if mom is not None and buf is not None and mom["momentum"] != 0:
+                # This rank's chunk of the buffer, placed as its parameter: no collective.
+                opt.state[p] = {"momentum_buffer": distribute_tensor(
+                    torch.from_numpy(np.ascontiguousarray(buf)), p.device_mesh, p.placements,
+                    src_data_rank=None)}
+            before[name] = p.detach().to_local().clone()
         opt.zero_grad(set_to_none=True)
         group = self.meshes[shards].get_group(0)
         counting = bool(job.get("count_collectives"))
@@ -184,12 +206,19 @@ class Rank:
             loss = self.train_step(model, opt, x, y, shards, group)
 
         def local(t: Any) -> Any:
-            return t.to_local().detach().numpy().copy()
+            return (t.to_local() if hasattr(t, "to_local") else t).detach().numpy().copy()
 
+        grads = self.grads
         answer: Job = {"loss": loss.numpy().copy(), "weight": local(model.weight),
-                       "bias": local(model.bias), "grad_weight": local(model.weight.grad),
-                       "grad_bias": local(model.bias.grad),
+                       "bias": local(model.bias), "grad_weight": local(grads["weight"]),
+                       "grad_bias": local(grads["bias"]),
                        "placements": str(model.weight.placements)}
+        if mom is not None:
+            for name, p in (("weight", model.weight), ("bias", model.bias)):
+                buf = opt.state.get(p, {}).get("momentum_buffer")
+                if buf is None:  # momentum 0: no buffer; the decayed gradient SGD used
+                    buf = grads[name].to_local().add(before[name], alpha=mom["weight_decay"])
+                answer["buf_" + name] = local(buf)
         if profile is not None:
             answer["collectives"] = collective_counts(e.name for e in profile.events())
         return answer
@@ -221,7 +250,11 @@ class Rank:
             dist.all_reduce(loss, group=group)
             loss /= n * k
         local_loss.backward()  # FSDP2 gathers again, then reduce-scatters the gradients
-        opt.step()  # SGD on this rank's shards
+        # The reduced gradients as backward left them (SGD's foreach Nesterov path adds
+        # momentum * buffer into .grad in place).
+        self.grads = {"weight": model.weight.grad.detach().clone(),
+                      "bias": model.bias.grad.detach().clone()}
+        opt.step()  # SGD on this rank's shards, its buffer sharded with them
         return loss
 
 
@@ -382,17 +415,31 @@ def step(case: sgdc_adapter.Case, ranks: Ranks) -> dict[str, Any]:
     shards = case.num_shards
     if shards > ranks.world:
         raise sgdc_adapter.RejectCase(f"at most {ranks.world} shards (gloo ranks)")
-    parts = ranks.run({"x": case.x, "y": case.y, "kernel": case.kernel, "bias": case.bias,
-                       "lr": float(case.lr)}, shards)
+    job: Job = {"x": case.x, "y": case.y, "kernel": case.kernel, "bias": case.bias,
+                "lr": float(case.lr)}
+    o = case.optimizer
+    momentum = isinstance(o, sgdc_adapter.Optimizer)
+    if momentum:
+        job["momentum"] = {"momentum": float(o.momentum), "nesterov": bool(o.nesterov),
+                           "weight_decay": float(o.weight_decay)}
+        if not case.fresh_state:
+            job["buf_weight"], job["buf_bias"] = case.momentum_kernel.T, case.momentum_bias
+    parts = ranks.run(job, shards)
 
     def whole(name: str) -> Any:
         return assemble([p[name] for p in parts], case.k)
 
-    return {"loss": parts[0]["loss"].astype(F32),
-            "kernel": whole("weight").T, "bias": whole("bias"),
-            "grad_kernel": whole("grad_weight").T, "grad_bias": whole("grad_bias"),
-            "shards": [{"kernel": int(p["weight"].size), "bias": int(p["bias"].size)}
-                       for p in parts]}
+    out = {"loss": parts[0]["loss"].astype(F32),
+           "kernel": whole("weight").T, "bias": whole("bias"),
+           "grad_kernel": whole("grad_weight").T, "grad_bias": whole("grad_bias"),
+           "shards": [{"kernel": int(p["weight"].size), "bias": int(p["bias"].size)}
+                      for p in parts]}
+    if momentum:
+        out["momentum_kernel"], out["momentum_bias"] = whole("buf_weight").T, whole("buf_bias")
+        for layout, p in zip(out["shards"], parts):  # where each rank keeps its buffer
+            layout["state_kernel"] = int(p["buf_weight"].size)
+            layout["state_bias"] = int(p["buf_bias"].size)
+    return out
 
 
 def main() -> None:
@@ -415,6 +462,7 @@ def main() -> None:
         sharded=True,
         max_shards=MAX_SHARDS,
         placement="output_chunks",
+        momentum=sgdc_adapter.MomentumSupport(nesterov=True, weight_decay=("coupled",)),
     )
 
 

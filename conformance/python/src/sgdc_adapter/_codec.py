@@ -28,6 +28,10 @@ ADAM_FIELDS = ("b1", "b2", "eps", "eps_root", "second_moment_kernel", "second_mo
 ADAM_STATE = ("momentum_kernel", "momentum_bias", "second_moment_kernel", "second_moment_bias")
 
 Float32Array = npt.NDArray[np.float32]
+# The fields of one shard's layout in "shards": parameter elements, and the optimizer
+# state's elements where the shard reports them.
+SHARD_FIELDS = ("kernel", "bias", "state_kernel", "state_bias")
+
 # What `step` returns for one case: "loss", "kernel", "bias", and as promised
 # "grad_kernel", "grad_bias", "step", "shards", for a momentum step "momentum_kernel",
 # "momentum_bias", and for an Adam step those and "second_moment_kernel",
@@ -358,7 +362,9 @@ def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
         shards = out.get("shards")
         if not isinstance(shards, (list, tuple)):
             raise TypeError("step() result 'shards' must be a list")
-        res["shards"] = [{"kernel": int(s["kernel"]), "bias": int(s["bias"])} for s in shards]
+        # Each shard's parameter elements, and (protocol 1.6) its optimizer state's.
+        res["shards"] = [{key: int(s[key]) for key in SHARD_FIELDS
+                          if key in s or key in ("kernel", "bias")} for s in shards]
     if isinstance(case.optimizer, AdamOptimizer):
         for key, what in (("momentum", "first"), ("second_moment", "second")):
             why = f", which an Adam step returns (the {what} moment after the step)"
