@@ -93,10 +93,36 @@ Interval corners(const Interval& a, const Interval& b, Op op) {
   return r;
 }
 
-Interval mul(const Interval& a, const Interval& b) { return corners(a, b, mpfr_mul); }
+// [x, y] with x = op(a, b) rounded down and y = op(c, d) rounded up.
+template <class Op>
+Interval ends(const Big& a, const Big& b, const Big& c, const Big& d, Op op) {
+  Interval r(a.precision());
+  op(r.lo.get(), a.get(), b.get(), MPFR_RNDD);
+  op(r.hi.get(), c.get(), d.get(), MPFR_RNDU);
+  return r;
+}
+
+bool nonnegative(const Interval& a) { return mpfr_sgn(a.lo.get()) >= 0; }
+bool nonpositive(const Interval& a) { return mpfr_sgn(a.hi.get()) <= 0; }
+
+// By the signs of the ends where they are known (two roundings instead of eight; most
+// of Adam's factors are nonnegative), else by the four corners.
+Interval mul(const Interval& a, const Interval& b) {
+  if (nonnegative(b)) {
+    if (nonnegative(a)) return ends(a.lo, b.lo, a.hi, b.hi, mpfr_mul);
+    if (nonpositive(a)) return ends(a.lo, b.hi, a.hi, b.lo, mpfr_mul);
+    return ends(a.lo, b.hi, a.hi, b.hi, mpfr_mul);
+  }
+  if (nonnegative(a)) return mul(b, a);
+  return corners(a, b, mpfr_mul);
+}
 
 // b > 0 throughout (Adam's denominators are at least eps > 0).
-Interval div(const Interval& a, const Interval& b) { return corners(a, b, mpfr_div); }
+Interval div(const Interval& a, const Interval& b) {
+  if (nonnegative(a)) return ends(a.lo, b.hi, a.hi, b.lo, mpfr_div);
+  if (nonpositive(a)) return ends(a.lo, b.lo, a.hi, b.hi, mpfr_div);
+  return ends(a.lo, b.lo, a.hi, b.lo, mpfr_div);
+}
 
 Interval square(const Interval& a) {
   Interval r = mul(a, a);
@@ -127,22 +153,18 @@ Interval bias_correction(float b, std::int64_t t, long precision) {
   return r;
 }
 
-Rational to_rational(const Big& x) {
-  Rational q;
-  mpfr_get_q(q.backend().data(), x.get());
-  return q;
-}
-
 // The roundings of every real of [lo, hi] when they agree (and the interval does not
 // reach zero, whose sign the enclosure cannot tell, unless it is exactly zero).
 std::optional<RoundedValue> decide(const Interval& a) {
   if (!mpfr_number_p(a.lo.get()) || !mpfr_number_p(a.hi.get())) return std::nullopt;
   if (mpfr_zero_p(a.lo.get()) && mpfr_zero_p(a.hi.get())) return RoundedValue{0.0f, 0.0};
   if (mpfr_sgn(a.lo.get()) <= 0 && mpfr_sgn(a.hi.get()) >= 0) return std::nullopt;
-  const Rational lo = to_rational(a.lo), hi = to_rational(a.hi);
-  const float f = round_to_float32(lo);
-  const double d = round_to_double(lo);
-  if (round_to_float32(hi) != f || round_to_double(hi) != d) return std::nullopt;
+  // MPFR's conversions round correctly, gradual underflow and overflow included: each
+  // end rounded once, straight from its binary value.
+  const float f = mpfr_get_flt(a.lo.get(), MPFR_RNDN);
+  const double d = mpfr_get_d(a.lo.get(), MPFR_RNDN);
+  if (mpfr_get_flt(a.hi.get(), MPFR_RNDN) != f || mpfr_get_d(a.hi.get(), MPFR_RNDN) != d)
+    return std::nullopt;
   return RoundedValue{f, d};
 }
 
@@ -184,10 +206,10 @@ AdamUpdate::AdamUpdate(const Case& c)
       t_(c.step == std::numeric_limits<std::int64_t>::max() ? c.step : c.step + 1),
       bc_(new Intervals) {
   if (o_.kind != Optimizer::Kind::adam) throw std::invalid_argument("AdamUpdate: not an Adam case");
-  for (const long p : ladder) {
-    bc_->bc1.push_back(bias_correction(o_.b1, t_, p));
-    bc_->bc2.push_back(bias_correction(o_.b2, t_, p));
-  }
+  // The first rung now (certify() reads it from many threads); the others when a
+  // parameter() call first climbs to them.
+  bc_->bc1.push_back(bias_correction(o_.b1, t_, ladder[0]));
+  bc_->bc2.push_back(bias_correction(o_.b2, t_, ladder[0]));
 }
 
 AdamUpdate::~AdamUpdate() { delete bc_; }
@@ -218,6 +240,10 @@ RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rationa
   bool tie_tested = false;
   for (std::size_t rung = 0; rung < ladder.size(); ++rung) {
     const long precision = ladder[rung];
+    if (bc_->bc1.size() <= rung) {
+      bc_->bc1.push_back(bias_correction(o_.b1, t_, precision));
+      bc_->bc2.push_back(bias_correction(o_.b2, t_, precision));
+    }
     const Interval value =
         parameter_interval(o_, lr_, p, enclose(m_new, precision), enclose(v_new, precision),
                            bc_->bc1[rung], bc_->bc2[rung]);

@@ -16,7 +16,8 @@
 namespace sgdc::reference {
 
 /// One case's Adam hyperparameters, with the bias corrections 1 - b1^t and 1 - b2^t
-/// (t = step + 1) enclosed once at every precision of the ladder.
+/// (t = step + 1) enclosed once per precision of the ladder, the first at construction, the
+/// others when first needed.
 class AdamUpdate {
  public:
   /// `c` must be an Adam case with finite hyperparameters.
@@ -26,7 +27,8 @@ class AdamUpdate {
   AdamUpdate& operator=(const AdamUpdate&) = delete;
 
   /// p' from the exact new moments m' and v' (rationals), correctly rounded to float32
-  /// and to double. Throws std::runtime_error if no precision of the ladder decides it
+  /// and to double. Not for concurrent calls on one object (it fills the ladder's
+  /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the ladder decides it
   /// (an exact tie that rational arithmetic cannot reach: never seen).
   RoundedValue parameter(float p, const Rational& m_new, const Rational& v_new) const;
 
@@ -44,7 +46,7 @@ class AdamUpdate {
   Optimizer o_;
   float lr_;
   std::int64_t t_;  // the bias correction's exponent, step + 1 (saturated at int64's end)
-  Intervals* bc_;   // per rung: 1 - b1^t and 1 - b2^t
+  Intervals* bc_;   // per rung reached so far: 1 - b1^t and 1 - b2^t
 };
 
 }  // namespace sgdc::reference
