@@ -28,8 +28,8 @@ class AdamUpdate {
 
   /// p' from the exact new moments m' and v' (rationals), correctly rounded to float32
   /// and to double. Not for concurrent calls on one object (it fills the ladder's
-  /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the ladder decides it
-  /// (an exact tie that rational arithmetic cannot reach: never seen).
+  /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the
+  /// ladder decides it (an exact tie that rational arithmetic cannot reach: never seen).
   RoundedValue parameter(float p, const Rational& m_new, const Rational& v_new) const;
 
   /// The new parameter and moments from the gradient enclosed in [g - err, g + err],
