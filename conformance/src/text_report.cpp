@@ -44,16 +44,20 @@ namespace {
 void write_shard_storage(std::ostream& os, const properties::Observations::ShardStorage& s,
                          const std::string& property) {
   namespace sharding = properties::sharding;
-  const auto state =
-      s.state_tensors > 0 ? sharding::OptimizerState::momentum : sharding::OptimizerState::sgd;
+  // The optimizer whose state has as many tensors: none, momentum's buffer, Adam's moments.
+  const auto state = s.state_tensors >= 2   ? sharding::OptimizerState::adam
+                     : s.state_tensors == 1 ? sharding::OptimizerState::momentum
+                                            : sharding::OptimizerState::sgd;
   const sharding::StoragePlan plan =
       sharding::plan_storage(s.d, s.k, s.shards, "float32", state, s.rule);
   fmt::print(os,
              "\nstored bytes per shard ({}, last case d={} k={} num_shards={}, placement {}, "
              "{}):\n  {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}\n",
              property, s.d, s.k, s.shards, to_string(s.rule),
-             s.state_tensors > 0 ? "momentum" : "plain SGD", "shard", "parameters", "state",
-             "est. params", "est. grads", "est. state");
+             state == sharding::OptimizerState::adam       ? "Adam"
+             : state == sharding::OptimizerState::momentum ? "momentum"
+                                                           : "plain SGD",
+             "shard", "parameters", "state", "est. params", "est. grads", "est. state");
   for (int i = 0; i < s.shards && i < static_cast<int>(s.values.size()); ++i) {
     const std::int64_t bytes = sizeof(float);
     const auto& est = plan.per_shard[static_cast<std::size_t>(i)];

@@ -60,6 +60,11 @@ outside the GIL), then steps each case. Compilation is most of a run's time: abo
 of CPU per compiled step here, and a default run meets most of the structures on each
 of its 12 shapes (53 compiled steps at seed 1 with the five of SGD and momentum).
 
+Under torch's convention (`--eps-root VALUE`): optax.adamw with a fixed eps_root, as JAX
+code that differentiates through the update sets one (optax's documentation recommends
+eps_root > 0 there), declared as torch's step is: without eps_root. The suite must reject
+it where the second moment is small enough for eps_root to show (spec, Adam).
+
 Counter: NNX keeps `Optimizer.step` as a uint32 array advanced by `+= 1`, which wraps to 0
 after 2**32 - 1: declared counter=("uint32", "wrap"). Larger case.step values are rejected.
 
@@ -69,6 +74,7 @@ adapter declares subnormals="ftz".
 
 from __future__ import annotations
 
+import argparse
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -80,6 +86,8 @@ jax, flax, jnp, np, optax, nnx = sgdc_adapter.require("jax", "flax", "jax.numpy"
                                                       "flax.nnx")
 
 MAX_BATCH = 32
+# --eps-root: a fixed eps_root for every Adam step, whatever the case says (None: the case's).
+FIXED_EPS_ROOT: float | None = None
 
 
 @jax.jit
@@ -188,6 +196,8 @@ def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
     if isinstance(o, sgdc_adapter.AdamOptimizer):
         for key in ADAM_HYPERPARAMETERS:
             hyperparams[key][...] = jnp.float32(getattr(o, key))
+        if FIXED_EPS_ROOT is not None:
+            hyperparams["eps_root"][...] = jnp.float32(FIXED_EPS_ROOT)
         adam = _adam_state(optimizer)
         for name, shape in (("kernel", (case.d, case.k)), ("bias", (case.k,))):
             m, v = getattr(case, "momentum_" + name), getattr(case, "second_moment_" + name)
@@ -287,11 +297,22 @@ def step_batch(cases: list[sgdc_adapter.Case]) -> list[dict[str, Any] | Exceptio
     return out
 
 
-if __name__ == "__main__":
-    sgdc_adapter.serve(step_batch=step_batch, max_batch=MAX_BATCH, name="flax-nnx",
+def main() -> None:
+    global FIXED_EPS_ROOT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--eps-root", type=float, metavar="VALUE",
+                        help="Adam with this fixed eps_root, declared without eps_root as "
+                             "torch's step (the suite must reject this)")
+    FIXED_EPS_ROOT = parser.parse_args().eps_root
+    name = "flax-nnx" if FIXED_EPS_ROOT is None else f"flax-nnx-eps-root-{FIXED_EPS_ROOT:g}"
+    sgdc_adapter.serve(step_batch=step_batch, max_batch=MAX_BATCH, name=name,
                        version=flax.__version__, capabilities=("grads", "step_counter"),
                        subnormals="ftz", counter=("uint32", "wrap"),
                        momentum=sgdc_adapter.MomentumSupport(
                            dampening=False, nesterov=True, weight_decay=("coupled", "decoupled")),
                        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
-                                                     eps_root=True))
+                                                     eps_root=FIXED_EPS_ROOT is None))
+
+
+if __name__ == "__main__":
+    main()

@@ -37,6 +37,13 @@ case in its param group; the case's buffer is loaded as a DTensor placed as its 
 optimizer state is sharded with the parameters, and each rank reports its buffer's
 elements ("state_kernel", "state_bias"). Dampening is not declared (as in the eager
 adapter: torch keeps no buffer at momentum 0).
+Adam: `torch.optim.Adam` (coupled weight decay) or `torch.optim.AdamW` (decoupled) on
+the local shards, without eps_root (torch has none), its hyperparameters set per case
+in the param group. The case's moments are loaded as DTensors placed as their parameter
+(`exp_avg`, `exp_avg_sq`; zeros in fresh state) with `step` the float32 tensor torch keeps
+(t = step + 1); a case in fresh state at step 0 leaves the state empty, and torch makes
+it as on a first step. Each rank reports both moments' elements as its state: sharded,
+twice its parameter elements.
 
 Each rank sends back its local shards (`to_local()`) of the parameters and gradients;
 this process puts them together in rank order and reports how many kernel and bias
@@ -144,8 +151,9 @@ class Rank:
             self.meshes = {s: init_device_mesh("cpu", (s,)) for s in range(1, world + 1)}
         self.models: dict[tuple[int, int, int], tuple[Any, Any]] = {}
 
-    def model(self, d: int, k: int, shards: int) -> tuple[Any, Any]:
-        """The sharded nn.Linear(d, k) over ranks 0..shards-1, and its SGD optimizer."""
+    def model(self, d: int, k: int, shards: int) -> tuple[Any, dict[str, Any]]:
+        """The sharded nn.Linear(d, k) over ranks 0..shards-1, and its optimizers by name:
+        "sgd" (torch.optim.SGD), "coupled" (Adam) and "decoupled" (AdamW)."""
         import torch
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
         key = (d, k, shards)
@@ -164,7 +172,10 @@ class Rank:
             model.set_gradient_divide_factor(1.0)
             model.set_force_sum_reduction_for_comms(True)
             model.to_empty(device="cpu")
-            self.models[key] = model, torch.optim.SGD(model.parameters(), lr=0.0)
+            self.models[key] = model, {
+                "sgd": torch.optim.SGD(model.parameters(), lr=0.0),
+                "coupled": torch.optim.Adam(model.parameters(), lr=0.0),
+                "decoupled": torch.optim.AdamW(model.parameters(), lr=0.0)}
         return self.models[key]
 
     def step(self, job: Job) -> Job:
@@ -175,27 +186,44 @@ class Rank:
         from torch.distributed.tensor import distribute_tensor
         shards = job["shards"]
         x, y = torch.from_numpy(job["x"]), torch.from_numpy(job["y"])
-        model, opt = self.model(x.shape[1], y.shape[1], shards)
+        model, optimizers = self.model(x.shape[1], y.shape[1], shards)
         with torch.no_grad():  # this rank's chunk of the case's parameters, no collective
             for p, full in ((model.weight, job["kernel"].T), (model.bias, job["bias"])):
                 part = distribute_tensor(torch.from_numpy(np.ascontiguousarray(full)),
                                          p.device_mesh, p.placements, src_data_rank=None)
                 p.to_local().copy_(part.to_local())
+        mom = job.get("momentum")  # None: plain SGD or Adam
+        adam = job.get("adam")  # None: SGD
+        opt = optimizers[adam["decay"] if adam else "sgd"]
         group_options = opt.param_groups[0]
         group_options["lr"] = job["lr"]
-        mom = job.get("momentum")  # None: plain SGD
-        group_options["momentum"] = mom["momentum"] if mom else 0.0
-        group_options["nesterov"] = bool(mom and mom["nesterov"])
-        group_options["weight_decay"] = mom["weight_decay"] if mom else 0.0
+        if adam:
+            group_options["betas"] = (adam["b1"], adam["b2"])
+            group_options["eps"] = adam["eps"]
+            group_options["weight_decay"] = adam["weight_decay"]
+        else:
+            group_options["momentum"] = mom["momentum"] if mom else 0.0
+            group_options["nesterov"] = bool(mom and mom["nesterov"])
+            group_options["weight_decay"] = mom["weight_decay"] if mom else 0.0
+
+        def placed_as(p: Any, full: Any) -> Any:
+            """This rank's chunk of `full`, placed as its parameter `p`: no collective."""
+            return distribute_tensor(torch.from_numpy(np.ascontiguousarray(full)),
+                                     p.device_mesh, p.placements, src_data_rank=None)
+
         before = {}
         for name, p in (("weight", model.weight), ("bias", model.bias)):
-            opt.state.pop(p, None)  # fresh state, unless the case carries a buffer
+            opt.state.pop(p, None)  # fresh state, unless the case carries some
             buf = job.get("buf_" + name)
             if mom is not None and buf is not None and mom["momentum"] != 0:
-                # This rank's chunk of the buffer, placed as its parameter: no collective.
-                opt.state[p] = {"momentum_buffer": distribute_tensor(
-                    torch.from_numpy(np.ascontiguousarray(buf)), p.device_mesh, p.placements,
-                    src_data_rank=None)}
+                opt.state[p] = {"momentum_buffer": placed_as(p, buf)}
+            if adam and not (adam["fresh"] and adam["step"] == 0):
+                m, v = job.get("m_" + name), job.get("v_" + name)
+                opt.state[p] = {
+                    # torch keeps `step` as a float32 tensor on the CPU (_get_scalar_dtype).
+                    "step": torch.tensor(float(adam["step"]), dtype=torch.float32),
+                    "exp_avg": torch.zeros_like(p) if m is None else placed_as(p, m),
+                    "exp_avg_sq": torch.zeros_like(p) if v is None else placed_as(p, v)}
             before[name] = p.detach().to_local().clone()
         opt.zero_grad(set_to_none=True)
         group = self.meshes[shards].get_group(0)
@@ -219,6 +247,10 @@ class Rank:
                 if buf is None:  # momentum 0: no buffer; the decayed gradient SGD used
                     buf = grads[name].to_local().add(before[name], alpha=mom["weight_decay"])
                 answer["buf_" + name] = local(buf)
+        if adam is not None:
+            for name, p in (("weight", model.weight), ("bias", model.bias)):
+                answer["m_" + name] = local(opt.state[p]["exp_avg"])
+                answer["v_" + name] = local(opt.state[p]["exp_avg_sq"])
         if profile is not None:
             answer["collectives"] = collective_counts(e.name for e in profile.events())
         return answer
@@ -254,7 +286,7 @@ class Rank:
         # momentum * buffer into .grad in place).
         self.grads = {"weight": model.weight.grad.detach().clone(),
                       "bias": model.bias.grad.detach().clone()}
-        opt.step()  # SGD on this rank's shards, its buffer sharded with them
+        opt.step()  # SGD or Adam on this rank's shards, its state sharded with them
         return loss
 
 
@@ -424,6 +456,22 @@ def step(case: sgdc_adapter.Case, ranks: Ranks) -> dict[str, Any]:
                            "weight_decay": float(o.weight_decay)}
         if not case.fresh_state:
             job["buf_weight"], job["buf_bias"] = case.momentum_kernel.T, case.momentum_bias
+    adam = isinstance(o, sgdc_adapter.AdamOptimizer)
+    if adam:
+        if o.eps_root != 0:  # the kit rejects it first: eps_root is not declared
+            raise sgdc_adapter.RejectCase("torch's Adam has no eps_root")
+        job["adam"] = {"b1": float(o.b1), "b2": float(o.b2), "eps": float(o.eps),
+                       "weight_decay": float(o.weight_decay), "step": case.step,
+                       "fresh": case.fresh_state,
+                       "decay": o.decay if o.weight_decay != 0 else "coupled"}
+        for name, m, v, transposed in (("weight", case.momentum_kernel, case.second_moment_kernel,
+                                        True),
+                                       ("bias", case.momentum_bias, case.second_moment_bias,
+                                        False)):
+            if m is not None:
+                job["m_" + name] = m.T if transposed else m
+            if v is not None:
+                job["v_" + name] = v.T if transposed else v
     parts = ranks.run(job, shards)
 
     def whole(name: str) -> Any:
@@ -439,6 +487,13 @@ def step(case: sgdc_adapter.Case, ranks: Ranks) -> dict[str, Any]:
         for layout, p in zip(out["shards"], parts):  # where each rank keeps its buffer
             layout["state_kernel"] = int(p["buf_weight"].size)
             layout["state_bias"] = int(p["buf_bias"].size)
+    if adam:
+        out["momentum_kernel"], out["momentum_bias"] = whole("m_weight").T, whole("m_bias")
+        out["second_moment_kernel"] = whole("v_weight").T
+        out["second_moment_bias"] = whole("v_bias")
+        for layout, p in zip(out["shards"], parts):  # where each rank keeps both moments
+            layout["state_kernel"] = int(p["m_weight"].size + p["v_weight"].size)
+            layout["state_bias"] = int(p["m_bias"].size + p["v_bias"].size)
     return out
 
 
@@ -463,6 +518,7 @@ def main() -> None:
         max_shards=MAX_SHARDS,
         placement="output_chunks",
         momentum=sgdc_adapter.MomentumSupport(nesterov=True, weight_decay=("coupled",)),
+        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=False),
     )
 
 

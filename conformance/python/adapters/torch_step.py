@@ -40,6 +40,11 @@ the spec's buffer is `(1 - dampening) ge`, so a dampening other than 0 would be 
 different step there. With momentum 0 torch keeps no buffer; the adapter reports the
 decayed gradient torch used, `grad.add(param, alpha=wd)`, which is the spec's buffer.
 
+Under optax's convention (`--declare-eps-root`): the adapter declares eps_root, as an
+optax step does, and runs torch's Adam, which has none, so the case's eps_root is left
+out, as a port of an optax training step to torch.optim.AdamW leaves it out. The suite
+must reject it: with eps_root > 0 the step is another function (spec, Adam).
+
 Step counter: torch.optim.SGD without momentum keeps no step count, so the adapter
 does not claim "step_counter" (Adam's float32 `step` is not reported either: the
 capability promises it on every result).
@@ -63,11 +68,12 @@ def fused_option(fused: bool | None) -> dict[str, bool]:
 
 
 def adam(case: sgdc_adapter.Case, model: Any, foreach: bool | None,
-         fused: bool | None) -> Any:
-    """torch.optim.Adam (coupled decay) or AdamW (decoupled), with the case's state."""
+         fused: bool | None, ignore_eps_root: bool = False) -> Any:
+    """torch.optim.Adam (coupled decay) or AdamW (decoupled), with the case's state;
+    `ignore_eps_root`: a case's eps_root is left out (torch has none) instead of refused."""
     o = case.optimizer
     assert isinstance(o, sgdc_adapter.AdamOptimizer)
-    if o.eps_root != 0:  # the kit rejects it first: eps_root is not declared
+    if o.eps_root != 0 and not ignore_eps_root:  # the kit rejects it first unless declared
         raise sgdc_adapter.RejectCase("torch's Adam has no eps_root")
     cls = torch.optim.AdamW if o.decay == "decoupled" else torch.optim.Adam
     optimizer = cls(model.parameters(), lr=float(case.lr), betas=(float(o.b1), float(o.b2)),
@@ -90,7 +96,7 @@ def adam(case: sgdc_adapter.Case, model: Any, foreach: bool | None,
 
 
 def step(case: sgdc_adapter.Case, foreach: bool | None = None,
-         fused: bool | None = None) -> dict[str, Any]:
+         fused: bool | None = None, ignore_eps_root: bool = False) -> dict[str, Any]:
     model = torch.nn.Linear(case.d, case.k)  # float32 by default
     with torch.no_grad():
         model.weight.copy_(torch.from_numpy(case.kernel.T.copy()))
@@ -99,7 +105,7 @@ def step(case: sgdc_adapter.Case, foreach: bool | None = None,
     momentum = isinstance(case.optimizer, sgdc_adapter.Optimizer)
     before = {}
     if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
-        optimizer = adam(case, model, foreach, fused)
+        optimizer = adam(case, model, foreach, fused, ignore_eps_root)
     elif momentum:
         o = case.optimizer
         optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr),
@@ -155,17 +161,22 @@ def main() -> None:
                        help="the optimizer's multi-tensor update on or off (default: it chooses)")
     group.add_argument("--fused", action="store_true",
                        help="the optimizer's fused kernel (fused=True)")
+    parser.add_argument("--declare-eps-root", action="store_true",
+                        help="declare eps_root as optax does; torch's Adam leaves it out "
+                             "(the suite must reject this)")
     args = parser.parse_args()
     foreach = None if args.foreach is None else args.foreach == "on"
     fused = True if args.fused else None
     name = ("torch-fused" if args.fused else
             "torch" if args.foreach is None else f"torch-foreach-{args.foreach}")
-    sgdc_adapter.serve(lambda case: step(case, foreach, fused), name=name,
+    if args.declare_eps_root:
+        name += "-declared-eps-root"
+    sgdc_adapter.serve(lambda case: step(case, foreach, fused, args.declare_eps_root), name=name,
                        version=torch.__version__, capabilities=("grads",), subnormals="ieee",
                        momentum=sgdc_adapter.MomentumSupport(nesterov=True,
                                                              weight_decay=("coupled",)),
                        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
-                                                     eps_root=False))
+                                                     eps_root=args.declare_eps_root))
 
 
 if __name__ == "__main__":
