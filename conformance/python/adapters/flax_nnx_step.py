@@ -54,6 +54,11 @@ So there are seven optimizer structures (plain SGD, coupled or decoupled momentu
 or without Nesterov, coupled or decoupled Adam), each compiled only for the shapes it
 meets.
 
+Compiled programs are kept in JAX's persistent compilation cache
+(`sgdc_adapter.enable_jax_compilation_cache`: ~/.cache/sgd-conformance/jax, or under
+$SGDC_CACHE_DIR; SGDC_CACHE_DIR=off compiles every time), so a later run at the same
+shapes loads them: a default run compiles about 70 programs the first time, none after.
+
 Batches: the adapter declares max_batch, so the suite hands it many cases at once; it
 compiles the batch's new (shape, structure) pairs concurrently (XLA compiles in C++,
 outside the GIL), then steps each case. Compilation is most of a run's time: about 0.2 s
@@ -76,7 +81,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import sgdc_adapter
@@ -84,6 +89,7 @@ import sgdc_adapter
 os.environ["JAX_PLATFORMS"] = "cpu"
 jax, flax, jnp, np, optax, nnx = sgdc_adapter.require("jax", "flax", "jax.numpy", "numpy", "optax",
                                                       "flax.nnx")
+sgdc_adapter.enable_jax_compilation_cache(jax)
 
 MAX_BATCH = 32
 # --eps-root: a fixed eps_root for every Adam step, whatever the case says (None: the case's).
@@ -181,6 +187,12 @@ def _layer(d: int, k: int, structure: Structure) -> tuple[Any, Any]:
     return _layers[key]
 
 
+def _set(variable: Any, value: Any, dtype: Any = np.float32) -> None:
+    """Sets an NNX variable to a host array of its dtype: no JAX operation is dispatched
+    (`variable[...] = x` runs one per call); jit takes the array as it is."""
+    variable.set_value(np.asarray(value, dtype=dtype))
+
+
 def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
     """The train step's arguments for `case`, on its (d, k, structure) layer: the split
     model and optimizer, x and y. They hold the layer's variables: step them before the
@@ -188,34 +200,33 @@ def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
     if case.step >= 2**32:
         raise sgdc_adapter.RejectCase("NNX keeps the step counter as uint32; step must be < 2**32")
     model, optimizer = _layer(case.d, case.k, _structure(case))
-    model.kernel[...] = jnp.asarray(case.kernel)
-    model.bias[...] = jnp.asarray(case.bias)
+    _set(model.kernel, case.kernel)
+    _set(model.bias, case.bias)
     hyperparams = optimizer.opt_state.hyperparams
-    hyperparams["learning_rate"][...] = jnp.float32(case.lr)
+    _set(hyperparams["learning_rate"], case.lr)
     o = case.optimizer
     if isinstance(o, sgdc_adapter.AdamOptimizer):
         for key in ADAM_HYPERPARAMETERS:
-            hyperparams[key][...] = jnp.float32(getattr(o, key))
+            _set(hyperparams[key], getattr(o, key))
         if FIXED_EPS_ROOT is not None:
-            hyperparams["eps_root"][...] = jnp.float32(FIXED_EPS_ROOT)
+            _set(hyperparams["eps_root"], FIXED_EPS_ROOT)
         adam = _adam_state(optimizer)
         for name, shape in (("kernel", (case.d, case.k)), ("bias", (case.k,))):
             m, v = getattr(case, "momentum_" + name), getattr(case, "second_moment_" + name)
-            adam.mu[name][...] = jnp.zeros(shape, jnp.float32) if m is None else jnp.asarray(m)
-            adam.nu[name][...] = jnp.zeros(shape, jnp.float32) if v is None else jnp.asarray(v)
-        adam.count[...] = jnp.asarray(min(case.step, INT32_MAX), dtype=jnp.int32)
+            _set(adam.mu[name], np.zeros(shape, np.float32) if m is None else m)
+            _set(adam.nu[name], np.zeros(shape, np.float32) if v is None else v)
+        _set(adam.count, min(case.step, INT32_MAX), np.int32)
     elif o is not None:
-        hyperparams["momentum"][...] = jnp.float32(o.momentum)
-        hyperparams["weight_decay"][...] = jnp.float32(o.weight_decay)
+        _set(hyperparams["momentum"], o.momentum)
+        _set(hyperparams["weight_decay"], o.weight_decay)
         trace = optax.tree.get(optimizer.opt_state, "trace")  # optax.trace's buffer
         fresh = case.momentum_kernel is None or case.momentum_bias is None
-        trace["kernel"][...] = (jnp.zeros((case.d, case.k), jnp.float32) if fresh
-                                else jnp.asarray(case.momentum_kernel))
-        trace["bias"][...] = (jnp.zeros(case.k, jnp.float32) if fresh
-                              else jnp.asarray(case.momentum_bias))
-    optimizer.step[...] = jnp.asarray(case.step, dtype=jnp.uint32)
+        _set(trace["kernel"], np.zeros((case.d, case.k), np.float32) if fresh
+             else case.momentum_kernel)
+        _set(trace["bias"], np.zeros(case.k, np.float32) if fresh else case.momentum_bias)
+    _set(optimizer.step, case.step, np.uint32)
     graphdef, state = nnx.split((model, optimizer))
-    return graphdef, state, jnp.asarray(case.x), jnp.asarray(case.y)
+    return graphdef, state, case.x, case.y
 
 
 def _adam_state(optimizer: Any) -> Any:
@@ -228,43 +239,46 @@ def _adam_state(optimizer: Any) -> Any:
     return found[0]
 
 
-# Compiled train steps by (n, d, k, structure).
-_compiled: dict[tuple[int, int, int, Structure], Any] = {}
+Key = tuple[int, int, int, Structure]
+# Compiled train steps by (n, d, k, structure), each a Future of the compilation running
+# (or done) on _compiler's threads.
+_compiled: dict[Key, Future[Any]] = {}
+_compiler = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
 
 
-def _key(case: sgdc_adapter.Case) -> tuple[int, int, int, Structure]:
+def _key(case: sgdc_adapter.Case) -> Key:
     return (case.n, case.d, case.k, _structure(case))
 
 
-def _compile(key: tuple[int, int, int, Structure], graphdef: Any, state: Any) -> None:
-    """Compiles the train step for `key` from its layer's split model and optimizer and
+def _compile(key: Key, graphdef: Any, state: Any) -> Any:
+    """The train step compiled for `key` from its layer's split model and optimizer and
     the shapes of x and y (what the step is compiled for: the values play no part)."""
     n, d, k, _ = key
-    _compiled[key] = train_step.lower(graphdef, state, jax.ShapeDtypeStruct((n, d), jnp.float32),
-                                      jax.ShapeDtypeStruct((n, k), jnp.float32)).compile()
+    return train_step.lower(graphdef, state, jax.ShapeDtypeStruct((n, d), jnp.float32),
+                            jax.ShapeDtypeStruct((n, k), jnp.float32)).compile()
+
+
+def _submit(key: Key) -> None:
+    if key not in _compiled:
+        _compiled[key] = _compiler.submit(_compile, key, *nnx.split(_layer(*key[1:])))
 
 
 def _compile_new_shapes(cases: list[sgdc_adapter.Case]) -> None:
-    """Compiles the train step for the shapes and structures of `cases` not compiled yet,
-    concurrently."""
-    new: dict[tuple[int, int, int, Structure], tuple[Any, Any]] = {}
+    """Starts compiling the train steps `cases` need and do not have yet, in the cases'
+    order, on the compiler's threads (XLA compiles outside the GIL): the first cases step
+    while the later ones' programs compile."""
     for case in cases:
         try:
             key = _key(case)
         except Exception:  # noqa: BLE001 - the case is answered with its error when stepped
             continue
-        if key not in _compiled and key not in new:
-            new[key] = nnx.split(_layer(*key[1:]))
-    if new:
-        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-            for f in [pool.submit(_compile, key, *parts) for key, parts in new.items()]:
-                f.result()
+        _submit(key)
 
 
 def _run(case: sgdc_adapter.Case) -> dict[str, Any]:
     parts = _parts(case)
     graphdef = parts[0]
-    loss, grads, state = _compiled[_key(case)](*parts)
+    loss, grads, state = _compiled[_key(case)].result()(*parts)
     model, optimizer = nnx.merge(graphdef, state)
     out = {
         "loss": np.asarray(loss),
@@ -305,6 +319,13 @@ def main() -> None:
                              "torch's step (the suite must reject this)")
     FIXED_EPS_ROOT = parser.parse_args().eps_root
     name = "flax-nnx" if FIXED_EPS_ROOT is None else f"flax-nnx-eps-root-{FIXED_EPS_ROOT:g}"
+    try:
+        serve(name)
+    finally:  # compilations not started yet are dropped, not waited for, at the end
+        _compiler.shutdown(wait=False, cancel_futures=True)
+
+
+def serve(name: str) -> None:
     sgdc_adapter.serve(step_batch=step_batch, max_batch=MAX_BATCH, name=name,
                        version=flax.__version__, capabilities=("grads", "step_counter"),
                        subnormals="ftz", counter=("uint32", "wrap"),

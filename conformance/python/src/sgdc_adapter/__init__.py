@@ -122,6 +122,7 @@ line instead of base64 inside it, which the step never sees.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from types import ModuleType
 from typing import NoReturn, Unpack
@@ -141,8 +142,8 @@ __all__ = [
     "AdamSupport", "Arrays", "BatchOutput", "Case", "ComputeFormat", "Declarations",
     "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase", "StepBatchFn",
     "StepFn", "StepOutput", "Writer", "adam_declaration", "build_result", "check_declared",
-    "compute_format_declaration", "counter_declaration", "decode", "encode",
-    "momentum_declaration", "parse_case", "reference", "require",
+    "compilation_cache_dir", "compute_format_declaration", "counter_declaration", "decode",
+    "enable_jax_compilation_cache", "encode", "momentum_declaration", "parse_case", "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",
 ]
 
@@ -166,6 +167,39 @@ def require(*modules: str) -> list[ModuleType]:
         except ImportError as e:
             skip(f"{name} is not installed ({e})")
     return loaded
+
+
+def compilation_cache_dir(framework: str) -> str | None:
+    """Where an adapter of a compiling framework (XLA, Inductor) keeps the programs it
+    compiled, so that a later run loads them instead of compiling again: `framework`'s
+    folder under $SGDC_CACHE_DIR, else under $XDG_CACHE_HOME/sgd-conformance (by default
+    ~/.cache/sgd-conformance). None when SGDC_CACHE_DIR is "off": compile every time.
+    The folder is made when missing."""
+    root = os.environ.get("SGDC_CACHE_DIR", "")
+    if root == "off":
+        return None
+    if not root:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(xdg, "sgd-conformance")
+    path = os.path.join(root, framework)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def enable_jax_compilation_cache(jax: ModuleType) -> str | None:
+    """Turns on JAX's persistent compilation cache in `compilation_cache_dir("jax")`, for
+    every program however quickly it compiled (a run's are small and many), unless
+    JAX_COMPILATION_CACHE_DIR already chooses one (JAX then follows its own settings).
+    Returns the folder in use, None when off. A cached program is keyed by its HLO, the
+    compiler's options and the JAX version: it is the program a compilation would give."""
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return os.environ["JAX_COMPILATION_CACHE_DIR"]
+    path = compilation_cache_dir("jax")
+    if path is not None:
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return path
 
 
 def serve(step: StepFn | None = None, *, step_batch: StepBatchFn | None = None,
