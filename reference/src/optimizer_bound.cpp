@@ -131,13 +131,6 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau);
       m_out[i].bound = e_m * evaluation_slack;
       v_out[i].bound = e_v * evaluation_slack;
-      // Where ge^2 may pass the largest finite value, the second moment may be +inf and
-      // the direction mh / (sqrt(inf) + eps) = 0: a finite p' with no accuracy at all.
-      // Beyond that point no bound exists.
-      const bool square_over = over(ge_read * ge_read * (1.0 + g4));
-      p_out[i].bound =
-          square_over ? std::numeric_limits<double>::infinity() : e_p * evaluation_slack;
-      from_grad[i] = p_out[i].bound;
       const bool read_over = inputs_over || p > omega || m > omega || v > omega;
       const bool ge_over = g_bounds[i].may_overflow || read_over || over(ge_read * (1.0 + u));
       m_out[i].may_overflow =
@@ -145,6 +138,14 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       v_out[i].may_overflow =
           ge_over || over((v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) * (1.0 + g4)) ||
           over(ge_read * ge_read);
+      // Where anything under the square root may pass the largest finite value (ge^2, v',
+      // the corrected vh = v' / bc2 of optax's form, vh + eps_root), it may be +inf and
+      // the direction mh / (sqrt(inf) + eps) = 0: a finite p' with no accuracy at all.
+      // Beyond that point no bound exists.
+      const bool root_over =
+          v_out[i].may_overflow || over((vh + e_vh) * (1.0 + g4)) || over((w + e_w) * (1.0 + u));
+      p_out[i].bound = root_over ? std::numeric_limits<double>::infinity() : e_p * evaluation_slack;
+      from_grad[i] = p_out[i].bound;
       p_out[i].may_overflow = m_out[i].may_overflow || v_out[i].may_overflow ||
                               over((mh + e_mh) * (1.0 + g4)) || over((vh + e_vh) * (1.0 + g4)) ||
                               over((a + e_a) * (1.0 + u)) ||

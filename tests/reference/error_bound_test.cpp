@@ -226,6 +226,37 @@ TEST(ErrorBound, InputBelowTheFormatsSubnormalsUnderTf32) {
   EXPECT_FALSE(check_element(r.loss[0], f32.loss[0]).ok);
 }
 
+// Adam with a large carried second moment: v' = b2 2^120 is finite, but optax's
+// corrected vh = v' / (1 - b2) passes float32's largest value, so the textbook float32
+// step divides by sqrt(inf) and leaves the kernel unchanged, while the exact step moves
+// it by lr m'/(bc1 sqrt(vh)). No bound holds that; the kernel's is infinite, the torch
+// form (sqrt(v') / sqrt(bc2), no overflow) is accepted as well.
+TEST(ErrorBound, NoUpdateBoundWhereTheCorrectedSecondMomentMayOverflow) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.x = {0.0f};
+  c.y = {0.0f};
+  c.kernel = {0.0f};
+  c.bias = {0.0f};
+  c.lr = 0x1p-6f;
+  c.optimizer.kind = Optimizer::Kind::adam;
+  c.optimizer.b1 = 0x1.cce3d6p-1f;
+  c.optimizer.b2 = 0x1.ffe66cp-1f;
+  c.optimizer.eps = 0x1.712848p-12f;
+  c.momentum_kernel = {0x1p60f};
+  c.momentum_bias = {0.0f};
+  c.second_moment_kernel = {0x1p120f};
+  c.second_moment_bias = {0.0f};
+  const Expectation e = expect(c);
+  EXPECT_TRUE(std::isinf(e.kernel[0].bound));
+  EXPECT_TRUE(std::isfinite(e.bias[0].bound));  // nothing overflows for the bias
+  for (const char* name : {"float32", "adam-torch", "adam-optax", "sharded"}) {
+    const auto impl = conformance::builtin::make(conformance::builtin::find(name));
+    const StepResult r = *impl->step(c).result;
+    EXPECT_TRUE(check_element(r.kernel[0], e.kernel[0]).ok) << name;
+  }
+}
+
 // Real flush-to-zero arithmetic (MXCSR FTZ and DAZ) on subnormal-heavy inputs: accepted
 // under the declared ftz policy.
 TEST(ErrorBound, FlushToZeroWithinFtzBound) {
