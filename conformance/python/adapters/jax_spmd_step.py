@@ -21,15 +21,27 @@ so they add exact zeros and never a NaN. The loss is divided by N*K, the real co
 
 The step is one jax.jit of the global computation with these shardings: gathering the
 parameters from the flat shards, the residual on each batch shard, value_and_grad, and
-p - lr*g on the sharded parameters. XLA's SPMD partitioner inserts the collectives
+the update on the sharded parameters. XLA's SPMD partitioner inserts the collectives
 (all-gather of the parameters, all-reduce / reduce-scatter of the loss and gradient
 partial sums); `--dump-hlo` prints the compiled module (to stdout, then exits) so a
 test can see them. One
-executable per (N, D, K, S), reused for every case of that shape (lr is an argument).
+executable per (N, D, K, S), reused for every case of that shape: the learning rate,
+the optimizer and its hyperparameters are arguments.
+
+Optimizers, written out as the spec defines them (docs/spec/step.md, Optimizers and
+Adam), elementwise on the sharded parameters: plain SGD, SGD with momentum (dampening,
+Nesterov, coupled or decoupled weight decay) and Adam (coupled or decoupled decay,
+eps_root; t = step + 1 in float32, the bias corrections by a float32 power). The state,
+the momentum buffer or Adam's two moments, is laid out as the parameters, [S, C] with the
+same sharding: each device keeps the state of its own part (ZeRO-3). Which optimizer
+runs, Nesterov, the decay convention and fresh state are flags among the arguments and
+the result is selected elementwise (`jnp.where`), so the optimizers share the one
+executable per shape instead of compiling their own.
 
 Layout: the `shards` reported are read from the updated parameter array itself: for
 each of its `addressable_shards`, which rows of [S, C] that device holds, counted as
-kernel or bias elements (padding excluded).
+kernel or bias elements (padding excluded); with momentum or Adam, likewise from each
+updated state array, summed ("state_kernel", "state_bias").
 
 Subnormals: XLA on CPU flushes subnormals (FTZ/DAZ), so subnormals="ftz".
 
@@ -81,6 +93,35 @@ def slots(total: int, parts: int, width: int) -> Any:
     return out
 
 
+# The hyperparameter vector of a step, in this order (float32; flags 0 or 1).
+HYPERPARAMETERS = ("lr", "kind", "momentum", "dampening", "nesterov", "weight_decay",
+                   "decoupled", "fresh", "b1", "b2", "eps", "eps_root", "t")
+SGD, MOMENTUM, ADAM = 0, 1, 2  # "kind"
+
+
+def update(p: Any, g: Any, state1: Any, state2: Any, h: Any) -> tuple[Any, Any, Any]:
+    """The optimizer's update, elementwise: the new parameters and state. Plain SGD,
+    p - lr g; momentum (state1 the buffer); Adam (state1 and state2 the moments). Each
+    form is computed as the spec writes it and the declared one selected, so an
+    optimizer's value never depends on the others' (jnp.where selects; it does not mix)."""
+    (lr, kind, mu, damp, nesterov, wd, decoupled, fresh, b1, b2, eps, eps_root,
+     t) = (h[i] for i in range(len(HYPERPARAMETERS)))
+    decoupled = decoupled > 0.5
+    ge = jnp.where(decoupled, g, g + wd * p)
+    # Momentum: a fresh buffer is the decayed gradient itself (no dampening).
+    buf = jnp.where(fresh > 0.5, ge, mu * state1 + (1 - damp) * ge)
+    heavy_ball = jnp.where(nesterov > 0.5, ge + mu * buf, buf)
+    # Adam: fresh moments are zeros; t counts this step.
+    m = b1 * state1 + (1 - b1) * ge
+    v = b2 * state2 + (1 - b2) * (ge * ge)
+    mh, vh = m / (1 - b1 ** t), v / (1 - b2 ** t)
+    adam = mh / (jnp.sqrt(vh + eps_root) + eps)
+    direction = jnp.where(kind == MOMENTUM, heavy_ball, adam)
+    stateful = p - lr * jnp.where(decoupled, direction + wd * p, direction)
+    return (jnp.where(kind == SGD, p - lr * g, stateful),
+            jnp.where(kind == MOMENTUM, buf, m), v)
+
+
 class ShardedStep:
     """The jitted step for one (n, d, k, S), with its mesh and placements."""
 
@@ -103,11 +144,12 @@ class ShardedStep:
         self.batch_sharding = NamedSharding(self.mesh, PartitionSpec("shards", None, None))
         self.mask_sharding = NamedSharding(self.mesh, PartitionSpec("shards", None))
         self.replicated = replicated = NamedSharding(self.mesh, PartitionSpec())
+        p = self.param_sharding
         self.fn = jax.jit(
             self._step,
-            in_shardings=(self.param_sharding, self.batch_sharding, self.batch_sharding,
+            in_shardings=(p, p, p, self.batch_sharding, self.batch_sharding,
                           self.mask_sharding, replicated),
-            out_shardings=(replicated, self.param_sharding, self.param_sharding))
+            out_shardings=(replicated, p, p, p, p))
 
     def _mask_and_counts(self) -> tuple[Any, int]:
         """Which padded rows are real, and the per-shard row counts."""
@@ -118,7 +160,11 @@ class ShardedStep:
         real[self.row_slots[:kept]] = True
         return real.reshape(self.shards, self.rows), kept
 
-    def _step(self, params: Any, x: Any, y: Any, mask: Any, lr: Any) -> tuple[Any, Any, Any]:
+    def _step(self, params: Any, state1: Any, state2: Any, x: Any, y: Any, mask: Any,
+              h: Any) -> tuple[Any, ...]:
+        """Loss, new parameters, gradients and the new state (the buffer or the first
+        moment; the second moment) from the parameters, the state, the batch and the
+        hyperparameter vector `h` (HYPERPARAMETERS, in that order)."""
         d, k = self.d, self.k
         real, kept = self._mask_and_counts()
         count = F32(kept * k)
@@ -145,21 +191,46 @@ class ShardedStep:
         loss, grads = jax.value_and_grad(loss_fn)(params)
         if self.mutant == "no_average":
             grads = jax.grad(shard_mean_sum)(params)
-        return loss, params - lr * grads, grads
+        new_params, new_state1, new_state2 = update(params, grads, state1, state2, h)
+        return loss, new_params, grads, new_state1, new_state2
+
+    def flat(self, kernel: Any, bias: Any) -> Any:
+        """A kernel and bias pair as the sharded [S, C] array (padding zeros)."""
+        flat = np.zeros(self.shards * self.width, dtype=F32)
+        flat[self.param_slots] = np.concatenate([np.asarray(kernel, F32).reshape(-1),
+                                                 np.asarray(bias, F32)])
+        return jax.device_put(flat.reshape(self.shards, self.width), self.param_sharding)
 
     def place(self, case: sgdc_adapter.Case) -> tuple[Any, ...]:
-        """The case's inputs as sharded device arrays."""
-        flat = np.zeros(self.shards * self.width, dtype=F32)
-        flat[self.param_slots] = np.concatenate([case.kernel.reshape(-1), case.bias])
+        """The case's inputs as sharded device arrays, its state as the parameters', and
+        the hyperparameter vector."""
         x = np.zeros((self.shards * self.rows, self.d), dtype=F32)
         y = np.zeros((self.shards * self.rows, self.k), dtype=F32)
         x[self.row_slots], y[self.row_slots] = case.x, case.y
         mask, _ = self._mask_and_counts()
-        return (jax.device_put(flat.reshape(self.shards, self.width), self.param_sharding),
+        h = dict.fromkeys(HYPERPARAMETERS, 0.0)
+        h["lr"], h["fresh"], h["t"] = case.lr, float(case.fresh_state), float(case.step + 1)
+        o = case.optimizer
+        zeros = (np.zeros((self.d, self.k), F32), np.zeros(self.k, F32))
+        state1 = state2 = zeros
+        if isinstance(o, sgdc_adapter.AdamOptimizer):
+            h.update(kind=ADAM, b1=o.b1, b2=o.b2, eps=o.eps, eps_root=o.eps_root,
+                     weight_decay=o.weight_decay, decoupled=float(o.decay == "decoupled"))
+            if case.momentum_kernel is not None:
+                state1 = (case.momentum_kernel, case.momentum_bias)
+            if case.second_moment_kernel is not None:
+                state2 = (case.second_moment_kernel, case.second_moment_bias)
+        elif o is not None:
+            h.update(kind=MOMENTUM, momentum=o.momentum, dampening=o.dampening,
+                     nesterov=float(o.nesterov), weight_decay=o.weight_decay,
+                     decoupled=float(o.decay == "decoupled"))
+            if case.momentum_kernel is not None:
+                state1 = (case.momentum_kernel, case.momentum_bias)
+        return (self.flat(case.kernel, case.bias), self.flat(*state1), self.flat(*state2),
                 jax.device_put(x.reshape(self.shards, self.rows, self.d), self.batch_sharding),
                 jax.device_put(y.reshape(self.shards, self.rows, self.k), self.batch_sharding),
                 jax.device_put(mask, self.mask_sharding),
-                jnp.asarray(case.lr, dtype=F32))
+                jnp.asarray([h[key] for key in HYPERPARAMETERS], dtype=F32))
 
     def unflatten(self, array: Any) -> tuple[Any, Any]:
         flat = np.asarray(array).reshape(-1)[self.param_slots]
@@ -176,11 +247,12 @@ class ShardedStep:
 
     def hlo(self) -> str:
         """The compiled, partitioned HLO module as text."""
-        args = (jax.ShapeDtypeStruct((self.shards, self.width), F32, sharding=self.param_sharding),
+        params = jax.ShapeDtypeStruct((self.shards, self.width), F32, sharding=self.param_sharding)
+        args = (params, params, params,
                 jax.ShapeDtypeStruct((self.shards, self.rows, self.d), F32, sharding=self.batch_sharding),
                 jax.ShapeDtypeStruct((self.shards, self.rows, self.k), F32, sharding=self.batch_sharding),
                 jax.ShapeDtypeStruct((self.shards, self.rows), bool, sharding=self.mask_sharding),
-                jax.ShapeDtypeStruct((), F32))
+                jax.ShapeDtypeStruct((len(HYPERPARAMETERS),), F32))
         return self.fn.lower(*args).compile().as_text()
 
 
@@ -209,11 +281,26 @@ def step(case: sgdc_adapter.Case, mutant: str | None = None) -> dict[str, Any]:
     if case.num_shards > MAX_DEVICES:
         raise sgdc_adapter.RejectCase(f"at most {MAX_DEVICES} shards (CPU devices)")
     s = sharded_step(case.n, case.d, case.k, case.num_shards, mutant)
-    loss, new_params, grads = s.fn(*s.place(case))
+    loss, new_params, grads, state1, state2 = s.fn(*s.place(case))
     kernel, bias = s.unflatten(new_params)
     grad_kernel, grad_bias = s.unflatten(grads)
-    return {"loss": np.asarray(loss, dtype=F32), "kernel": kernel, "bias": bias,
-            "grad_kernel": grad_kernel, "grad_bias": grad_bias, "shards": s.layout(new_params)}
+    out = {"loss": np.asarray(loss, dtype=F32), "kernel": kernel, "bias": bias,
+           "grad_kernel": grad_kernel, "grad_bias": grad_bias, "shards": s.layout(new_params)}
+    o = case.optimizer
+    states = []
+    if isinstance(o, sgdc_adapter.AdamOptimizer):
+        out["momentum_kernel"], out["momentum_bias"] = s.unflatten(state1)
+        out["second_moment_kernel"], out["second_moment_bias"] = s.unflatten(state2)
+        states = [state1, state2]
+    elif o is not None:
+        out["momentum_kernel"], out["momentum_bias"] = s.unflatten(state1)
+        states = [state1]
+    if states:  # where each device keeps its state: read from the state arrays themselves
+        for i, layout in enumerate(out["shards"]):
+            held = [s.layout(a)[i] for a in states]
+            layout["state_kernel"] = sum(part["kernel"] for part in held)
+            layout["state_bias"] = sum(part["bias"] for part in held)
+    return out
 
 
 def main() -> None:
@@ -237,6 +324,9 @@ def main() -> None:
         subnormals="ftz",
         sharded=True,
         max_shards=MAX_DEVICES,
+        momentum=sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
+                                              weight_decay=("coupled", "decoupled")),
+        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=True),
     )
 
 

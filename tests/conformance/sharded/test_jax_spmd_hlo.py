@@ -50,6 +50,10 @@ class Case:
         self.bias = rng.standard_normal(k).astype(np.float32)
         self.x = rng.standard_normal((n, d)).astype(np.float32)
         self.y = rng.standard_normal((n, k)).astype(np.float32)
+        self.optimizer: object = None  # plain SGD, fresh state
+        self.momentum_kernel = self.momentum_bias = None
+        self.second_moment_kernel = self.second_moment_bias = None
+        self.fresh_state = True
 
 
 class HloCollectives(unittest.TestCase):
@@ -81,6 +85,24 @@ class Placement(unittest.TestCase):
                 s = spmd.sharded_step(7, 3, 4, shards)
                 devices = {shard.device for shard in s.place(Case(7, 3, 4, shards))[0].addressable_shards}
                 self.assertEqual(len(devices), shards, "parts are not on distinct devices")
+
+    def test_adam_state_is_sharded_with_the_parameters(self) -> None:
+        # Both moments laid out as the parameters: each device holds twice its part.
+        import sgdc_adapter
+        for shards in range(1, spmd.MAX_DEVICES + 1):
+            with self.subTest(shards=shards):
+                c = Case(7, 3, 4, shards)
+                c.optimizer = sgdc_adapter.AdamOptimizer(
+                    kind="adam", b1=np.float32(0.9), b2=np.float32(0.999), eps=np.float32(1e-8),
+                    eps_root=np.float32(0), weight_decay=np.float32(0), decay="coupled")
+                out = spmd.step(c)
+                for part in out["shards"]:
+                    self.assertEqual((part["state_kernel"], part["state_bias"]),
+                                     (2 * part["kernel"], 2 * part["bias"]))
+                # Fresh moments: v' = (1 - b2) g^2.
+                g = out["grad_kernel"].astype(np.float64)
+                np.testing.assert_allclose(out["second_moment_kernel"],
+                                           (1 - np.float64(np.float32(0.999))) * g * g, rtol=1e-5)
 
     def test_results_match_numpy_for_every_shard_count(self) -> None:
         c = Case(5, 3, 2, 1, seed=1)
