@@ -224,7 +224,7 @@ class OptimizerStep {
       : o_(c.optimizer),
         fresh_(c.fresh_state()),
         lr_(c.lr),
-        keep_(double_word::two_sum(1.0, -static_cast<double>(c.optimizer.dampening))) {}
+        keep_(double_word::two_sum(1.0, -static_cast<double>(applied_dampening(c.optimizer)))) {}
 
   OptimizerUpdate operator()(float param, float buffer, const Approx& g) const {
     using Accumulator = double_word::Accumulator<T>;

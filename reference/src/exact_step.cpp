@@ -89,7 +89,7 @@ StepValues<Scalar> evaluate_step(const Case& c) {
   const Optimizer& o = c.optimizer;
   const Scalar wd = to_matrix<Scalar>({o.weight_decay}, 1, 1)(0, 0);
   const Scalar mu = to_matrix<Scalar>({o.momentum}, 1, 1)(0, 0);
-  const Scalar damp = to_matrix<Scalar>({o.dampening}, 1, 1)(0, 0);
+  const Scalar damp = to_matrix<Scalar>({applied_dampening(o)}, 1, 1)(0, 0);
   const bool momentum = o.kind == Optimizer::Kind::momentum;
   const bool decoupled = momentum && o.decay == Optimizer::Decay::decoupled;
   auto update = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& g,

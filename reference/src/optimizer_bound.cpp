@@ -175,11 +175,11 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
   const bool inputs_over = std::abs(static_cast<double>(c.lr)) > omega ||
                            std::abs(static_cast<double>(o.momentum)) > omega ||
                            std::abs(static_cast<double>(o.weight_decay)) > omega ||
-                           std::abs(1.0 - static_cast<double>(o.dampening)) > omega;
+                           std::abs(1.0 - static_cast<double>(applied_dampening(o))) > omega;
   const double lr = std::abs(static_cast<double>(c.lr));
   const double wd = std::abs(static_cast<double>(o.weight_decay));
   const double mu = std::abs(static_cast<double>(o.momentum));
-  const double keep = std::abs(1.0 - static_cast<double>(o.dampening));  // exact in double
+  const double keep = std::abs(1.0 - static_cast<double>(applied_dampening(o)));  // exact
   const bool decoupled = o.decay == Optimizer::Decay::decoupled;
   const bool fresh = c.fresh_state();
   const double g2 = gamma(2.0, u), g3 = gamma(3.0, u), g4 = gamma(4.0, u);

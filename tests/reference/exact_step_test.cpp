@@ -35,6 +35,30 @@ RC_GTEST_PROP(ExactStep, HighPrecisionAgreesWithExact, ()) {
   expect_close(exact.bias, hp.bias, e.bias);
 }
 
+// Spec 1.4: with momentum 0 there is no buffer to dampen, so a carried buffer and a
+// dampening change nothing: buf' = ge and p' = p - lr ge, as torch.optim.SGD computes.
+// With momentum the carried buffer is dampened: buf' = mu buf + (1 - damp) ge.
+TEST(ExactStep, NoDampeningWithoutMomentum) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {1.0f};
+  c.bias = {0.0f};
+  c.x = {1.0f};
+  c.y = {0.0f};  // r = 1, g = 2 r x = 2 for the kernel and 2 for the bias
+  c.lr = 0.25f;
+  c.optimizer.kind = Optimizer::Kind::momentum;
+  c.optimizer.dampening = 0.5f;
+  c.momentum_kernel = {8.0f};
+  c.momentum_bias = {8.0f};
+  const auto without = evaluate_step<Rational>(c);
+  EXPECT_EQ(without.momentum_kernel(0, 0), Rational(2));
+  EXPECT_EQ(without.kernel(0, 0), Rational(1, 2));
+  c.optimizer.momentum = 0.5f;
+  const auto with = evaluate_step<Rational>(c);
+  EXPECT_EQ(with.momentum_kernel(0, 0), Rational(5));  // 0.5 * 8 + 0.5 * 2
+  EXPECT_EQ(with.kernel(0, 0), Rational(-1, 4));       // 1 - 0.25 * 5
+}
+
 TEST(ExactStep, RejectsNonFiniteAndBadShapes) {
   Case c;
   c.n = c.d = c.k = 1;

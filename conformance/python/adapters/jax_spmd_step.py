@@ -108,8 +108,9 @@ def update(p: Any, g: Any, state1: Any, state2: Any, h: Any) -> tuple[Any, Any, 
      t) = (h[i] for i in range(len(HYPERPARAMETERS)))
     decoupled = decoupled > 0.5
     ge = jnp.where(decoupled, g, g + wd * p)
-    # Momentum: a fresh buffer is the decayed gradient itself (no dampening).
-    buf = jnp.where(fresh > 0.5, ge, mu * state1 + (1 - damp) * ge)
+    # Momentum: a fresh buffer is the decayed gradient itself (no dampening), and so is
+    # the buffer at mu = 0 (nothing to dampen).
+    buf = jnp.where((fresh > 0.5) | (mu == 0), ge, mu * state1 + (1 - damp) * ge)
     heavy_ball = jnp.where(nesterov > 0.5, ge + mu * buf, buf)
     # Adam: fresh moments are zeros; t counts this step.
     m = b1 * state1 + (1 - b1) * ge

@@ -14,7 +14,8 @@ Step counter: kept as a NumPy int64 that saturates, declared counter=("int64",
 SGD with momentum: every option is declared (dampening, Nesterov, coupled and decoupled
 weight decay). The buffer and the direction are computed elementwise in float32, one
 rounding per operation: ge = g + wd*p (coupled), the buffer
-mu*buf + (1 - dampening)*ge (ge itself on the first step), the direction ge + mu*buf'
+mu*buf + (1 - dampening)*ge (ge itself on the first step, and at mu = 0, where there is
+no buffer to dampen), the direction ge + mu*buf'
 (Nesterov) or buf', plus wd*p (decoupled), then p - lr*direction.
 
 Adam: every option is declared (coupled and decoupled weight decay, eps_root). Written
@@ -86,14 +87,16 @@ def momentum_direction(case: sgdc_adapter.Case, p: Array, g: Array, buffer: Arra
     mu, wd = o.momentum, o.weight_decay
     decoupled = (o.decay == "decoupled") != (mutant == "decay_convention_swapped")
     fresh = buffer is None or mutant == "fresh_buffer_every_step"
+    damp = F32(0) if mu == 0 else o.dampening  # no buffer to dampen without momentum
     ge = g if decoupled else g + wd * p
     if fresh:
         before = np.zeros_like(p)
+        # The bug dampens whatever the momentum, as code that always applies it does.
         buf = (F32(1) - o.dampening) * ge if mutant == "dampening_on_first_step" else ge
     else:
         assert buffer is not None
         before = buffer
-        buf = mu * buffer + (F32(1) - o.dampening) * ge
+        buf = mu * buffer + (F32(1) - damp) * ge
     d = buf
     if o.nesterov:
         d = ge + mu * (before if mutant == "nesterov_without_lookahead" else buf)

@@ -31,12 +31,12 @@ Per case, on each rank r of S (what a training step under FSDP2 does):
      gradient of its own rows of the parameters), and `torch.optim.SGD` steps the local
      shards; the reported loss is the all-reduced sum of squares / (N * K), taken before
      the update.
-Momentum: `torch.optim.SGD` with momentum, Nesterov and (coupled) weight decay, set per
+Momentum: `torch.optim.SGD` with momentum, dampening, Nesterov and (coupled) weight decay, set per
 case in its param group; the case's buffer is loaded as a DTensor placed as its parameter
 (each rank its own chunk) and the buffer after the step read from the rank's state, so the
 optimizer state is sharded with the parameters, and each rank reports its buffer's
-elements ("state_kernel", "state_bias"). Dampening is not declared (as in the eager
-adapter: torch keeps no buffer at momentum 0).
+elements ("state_kernel", "state_bias"). At momentum 0 torch keeps no buffer (and ignores
+the dampening): the rank reports the decayed gradient SGD used, the spec's buffer there.
 Adam: `torch.optim.Adam` (coupled weight decay) or `torch.optim.AdamW` (decoupled) on
 the local shards, without eps_root (torch has none), its hyperparameters set per case
 in the param group. The case's moments are loaded as DTensors placed as their parameter
@@ -204,6 +204,7 @@ class Rank:
         else:
             group_options["momentum"] = mom["momentum"] if mom else 0.0
             group_options["nesterov"] = bool(mom and mom["nesterov"])
+            group_options["dampening"] = mom["dampening"] if mom else 0.0
             group_options["weight_decay"] = mom["weight_decay"] if mom else 0.0
 
         def placed_as(p: Any, full: Any) -> Any:
@@ -452,7 +453,8 @@ def step(case: sgdc_adapter.Case, ranks: Ranks) -> dict[str, Any]:
     o = case.optimizer
     momentum = isinstance(o, sgdc_adapter.Optimizer)
     if momentum:
-        job["momentum"] = {"momentum": float(o.momentum), "nesterov": bool(o.nesterov),
+        job["momentum"] = {"momentum": float(o.momentum), "dampening": float(o.dampening),
+                           "nesterov": bool(o.nesterov),
                            "weight_decay": float(o.weight_decay)}
         if not case.fresh_state:
             job["buf_weight"], job["buf_bias"] = case.momentum_kernel.T, case.momentum_bias
@@ -517,7 +519,8 @@ def main() -> None:
         sharded=True,
         max_shards=MAX_SHARDS,
         placement="output_chunks",
-        momentum=sgdc_adapter.MomentumSupport(nesterov=True, weight_decay=("coupled",)),
+        momentum=sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
+                                              weight_decay=("coupled",)),
         adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=False),
     )
 

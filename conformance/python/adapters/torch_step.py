@@ -31,14 +31,14 @@ an optimizer as constructed, which makes its state itself; fresh state at a late
 loads zeros with the step. The moments after the step are read back from
 optimizer.state.
 
-Momentum: `torch.optim.SGD(lr, momentum, nesterov=..., weight_decay=wd)`, coupled decay
+Momentum: `torch.optim.SGD(lr, momentum, dampening, nesterov=..., weight_decay=wd)`, coupled decay
 (torch's SGD adds `wd * p` to the gradient), heavy ball or Nesterov, the buffer loaded
 into `optimizer.state[p]["momentum_buffer"]` (absent in fresh state: torch's first step
 copies the decayed gradient, as the spec's fresh buffer) and read back after the step.
-Dampening is not declared: torch skips the buffer altogether when momentum is 0, where
-the spec's buffer is `(1 - dampening) ge`, so a dampening other than 0 would be a
-different step there. With momentum 0 torch keeps no buffer; the adapter reports the
-decayed gradient torch used, `grad.add(param, alpha=wd)`, which is the spec's buffer.
+Dampening is declared: torch dampens a carried buffer, `mu buf + (1 - dampening) ge`, not
+a fresh one, as the spec does. With momentum 0 torch keeps no buffer and ignores the
+dampening (spec 1.4: buf' = ge there); the adapter reports the decayed gradient torch
+used, `grad.add(param, alpha=wd)`, which is the spec's buffer.
 
 Under optax's convention (`--declare-eps-root`): the adapter declares eps_root, as an
 optax step does, and runs torch's Adam, which has none, so the case's eps_root is left
@@ -109,7 +109,8 @@ def step(case: sgdc_adapter.Case, foreach: bool | None = None,
     elif momentum:
         o = case.optimizer
         optimizer = torch.optim.SGD(model.parameters(), lr=float(case.lr),
-                                    momentum=float(o.momentum), nesterov=bool(o.nesterov),
+                                    momentum=float(o.momentum), dampening=float(o.dampening),
+                                    nesterov=bool(o.nesterov),
                                     weight_decay=float(o.weight_decay), foreach=foreach,
                                     **fused_option(fused))
         before = {name: p.detach().clone() for name, p in
@@ -173,7 +174,7 @@ def main() -> None:
         name += "-declared-eps-root"
     sgdc_adapter.serve(lambda case: step(case, foreach, fused, args.declare_eps_root), name=name,
                        version=torch.__version__, capabilities=("grads",), subnormals="ieee",
-                       momentum=sgdc_adapter.MomentumSupport(nesterov=True,
+                       momentum=sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
                                                              weight_decay=("coupled",)),
                        adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
                                                      eps_root=args.declare_eps_root))

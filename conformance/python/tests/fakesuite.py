@@ -132,7 +132,9 @@ def momentum_step(case: sgdc_adapter.Case) -> dict[str, Any]:
 
     def update(p: Any, g: Any, buf: Any) -> tuple[Any, Any]:
         ge = g + o.weight_decay * p if o.decay == "coupled" else g
-        b = ge if buf is None else o.momentum * buf + (F32(1) - o.dampening) * ge
+        # A fresh buffer, and any at momentum 0 (nothing to dampen), is ge itself.
+        fresh = buf is None or o.momentum == 0
+        b = ge if fresh else o.momentum * buf + (F32(1) - o.dampening) * ge
         direction = ge + o.momentum * b if o.nesterov else b
         if o.decay == "decoupled":
             direction = direction + o.weight_decay * p

@@ -108,7 +108,7 @@ def reference_momentum(case: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
         p = case[name].astype(np.float64)
         g, sg = plain["grad_" + name]
         ge, sge = (g + wd * p, sg + wd * np.abs(p)) if coupled else (g, sg)
-        if "momentum_" + name in case:
+        if "momentum_" + name in case and mu != 0:  # at mu = 0 nothing to dampen: ge
             buf = case["momentum_" + name].astype(np.float64)
             b, sb = mu * buf + (1 - damp) * ge, mu * np.abs(buf) + sge
         else:
@@ -155,10 +155,11 @@ def reference_adam(case: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
 MOMENTUM_OPTIONS = [dict(momentum=0.9), dict(momentum=0.5, nesterov=True),
                     dict(momentum=0.3, dampening=0.5), dict(momentum=0.9, weight_decay=0.01),
                     dict(momentum=0.1, nesterov=True, weight_decay=0.05, decay="decoupled"),
-                    dict(momentum=0.0, weight_decay=0.001, decay="decoupled")]
+                    dict(momentum=0.0, weight_decay=0.001, decay="decoupled"),
+                    dict(momentum=0.0, dampening=0.5, weight_decay=0.01)]
 
 
-@pytest.mark.parametrize("name", ["numpy", "flax"])
+@pytest.mark.parametrize("name", ["numpy", "torch", "flax"])
 def test_random_momentum_cases(adapter: Start, name: str) -> None:
     a = adapter(name)
     declared = a.info["momentum"]
@@ -184,6 +185,7 @@ def test_random_momentum_cases(adapter: Start, name: str) -> None:
 @pytest.mark.parametrize("name, momentum", [
     ("numpy", {"dampening": True, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
     ("flax", {"dampening": False, "nesterov": True, "weight_decay": ["coupled", "decoupled"]}),
+    ("torch", {"dampening": True, "nesterov": True, "weight_decay": ["coupled"]}),
 ])
 def test_declared_momentum(adapter: Start, name: str, momentum: dict[str, Any]) -> None:
     assert adapter(name).info["momentum"] == momentum

@@ -91,14 +91,16 @@ std::vector<Wide> direction(const reference::Case& c, const std::vector<float>& 
   if (o.kind != reference::Optimizer::Kind::momentum) return d;
   bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
   if (bug == Bug::decay_convention_swapped) decoupled = !decoupled;
-  const Wide wd = o.weight_decay, mu = o.momentum, keep = Wide(1) - Wide(o.dampening);
+  const Wide wd = o.weight_decay, mu = o.momentum,
+             keep = Wide(1) - Wide(reference::applied_dampening(o));
   const bool fresh = c.fresh_state() || bug == Bug::fresh_buffer_every_step;
   buffer_out.resize(p.size());
   for (std::size_t i = 0; i < p.size(); ++i) {
     const Wide ge = decoupled ? Wide(g[i]) : Wide(g[i]) + wd * Wide(p[i]);
     const Wide before = fresh ? Wide(0) : Wide(buffer_in[i]);
     Wide b = fresh ? ge : mu * before + keep * ge;
-    if (fresh && bug == Bug::dampening_on_first_step) b = keep * ge;
+    // The bug dampens whatever the momentum, as code that always applies it does.
+    if (fresh && bug == Bug::dampening_on_first_step) b = (Wide(1) - Wide(o.dampening)) * ge;
     buffer_out[i] = static_cast<float>(b);
     Wide di = b;
     if (o.nesterov) di = ge + mu * (bug == Bug::nesterov_without_lookahead ? before : b);

@@ -53,8 +53,8 @@ class Optimizer:
 
     With g the gradient and p the parameter, in exact arithmetic:
     ge = g + weight_decay*p when `decay` is "coupled", else g; the buffer after the step
-    is ge on the optimizer's first step (fresh state: no dampening), else
-    momentum*buffer + (1 - dampening)*ge; the direction is ge + momentum*buffer' with
+    is ge on the optimizer's first step (fresh state: no dampening) and when momentum is 0
+    (no buffer to dampen), else momentum*buffer + (1 - dampening)*ge; the direction is ge + momentum*buffer' with
     `nesterov`, else buffer'; p' = p - lr*direction ("coupled") or
     p - lr*(direction + weight_decay*p) ("decoupled")."""
 

@@ -40,6 +40,13 @@ struct Optimizer {
   friend bool operator==(const Optimizer&, const Optimizer&) = default;
 };
 
+/// The dampening a momentum step applies to the buffer: `o.dampening`, and 0 when the
+/// momentum is 0, where there is no buffer to dampen and the buffer after the step is the
+/// decayed gradient (docs/spec/step.md, Optimizers; torch.optim.SGD keeps no buffer there).
+inline float applied_dampening(const Optimizer& o) {
+  return o.momentum == 0.0f ? 0.0f : o.dampening;
+}
+
 /// "sgd", "momentum", "adam"; "coupled", "decoupled"; and back.
 const char* to_string(Optimizer::Kind kind);
 const char* to_string(Optimizer::Decay decay);
