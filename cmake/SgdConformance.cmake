@@ -12,6 +12,7 @@ sgd-conformance suite against it.
     sgd_conformance_add_test(<name>
       COMMAND <adapter command> [<arg>...]   # or IMPL builtin:NAME
       [CASES <n>] [SEED <s>] [TIMEOUT <seconds per case>]
+      [PROPERTIES <property>...]
       [XFAILS <file>] [EXPECT conformant|not_conformant]
       [ARRAYS binary|base64]
       [LABELS <label>...] [WORKING_DIRECTORY <dir>]
@@ -22,6 +23,8 @@ sgd-conformance suite against it.
   status 77 before its handshake (its framework is not installed) makes the test
   *skipped*, never passed. Reports are written next to the test:
   ``<name>.junit.xml`` and ``<name>.json`` in the current binary directory.
+  ``PROPERTIES`` runs only the properties named (``--property``, repeated),
+  for example the few that a known bug must fail.
   ``ARRAYS base64`` keeps the adapter on base64 arrays (protocol v1 as published)
   instead of offering binary ones (``--arrays``).
 #]=======================================================================]
@@ -30,7 +33,7 @@ include_guard(GLOBAL)
 
 function(sgd_conformance_add_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "IMPL;CASES;SEED;TIMEOUT;XFAILS;EXPECT;ARRAYS;WORKING_DIRECTORY" "COMMAND;LABELS;ENVIRONMENT")
+    "IMPL;CASES;SEED;TIMEOUT;XFAILS;EXPECT;ARRAYS;WORKING_DIRECTORY" "COMMAND;PROPERTIES;LABELS;ENVIRONMENT")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sgd_conformance_add_test(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -62,6 +65,9 @@ function(sgd_conformance_add_test name)
       string(TOLOWER "${option}" flag)
       list(APPEND args "--${flag}" "${arg_${option}}")
     endif()
+  endforeach()
+  foreach(property IN LISTS arg_PROPERTIES)
+    list(APPEND args --property "${property}")
   endforeach()
   if(NOT arg_WORKING_DIRECTORY)
     set(arg_WORKING_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
