@@ -15,6 +15,13 @@ to case.step. The train step is NNX's functional form, `nnx.split` outside and
 `nnx.merge` inside one `jax.jit`: value_and_grad of the mean squared error, then
 `optimizer.update`. XLA compiles it once per (n, d, k) and optimizer structure.
 
+The state that functional form carries from step to step (the pytree of `nnx.split`'s
+state: parameters, counter, hyperparameters, optimizer state) is built for each case
+with the case's values as its leaves, host arrays, as a training loop carries it; the
+step's new state is read from the same leaves. The layer and optimizer of each (d, k)
+are made once per run, abstractly (`nnx.eval_shape`: no initialiser runs and no JAX
+operation is compiled per shape), only for their graph definition and state layout.
+
 SGD with momentum, written with optax's own transformations and wrapped in
 `optax.inject_hyperparams` (learning rate, momentum and weight decays are states: one
 compiled step serves every value; `nesterov` is a Python bool that optax.trace branches
@@ -61,8 +68,9 @@ in C++, outside the GIL), then every other structure of each shape new to the ru
 steps the cases in order, each waiting only for its own program. Compilation is most of
 a first run's time: about 0.1-0.17 s of one core per program here, and a default run
 meets nearly every structure at each of its 12 shapes (46 of the 48 pairs at seed 1).
-Layers are made abstractly (`nnx.eval_shape`) and filled with host zeros. A case's values are set into the NNX variables as host arrays
-(`Variable.set_value`): `variable[...] = x` would dispatch one JAX operation per value.
+Per case the adapter dispatches the compiled step and nothing else: setting values into
+NNX variables (`variable[...] = x`) would dispatch one JAX operation per value, and
+`nnx.split` and `nnx.merge` per case cost more than the step at these sizes.
 
 Under torch's convention (`--eps-root VALUE`): optax.adamw with a fixed eps_root, as JAX
 code that differentiates through the update sets one (optax's documentation recommends
@@ -143,12 +151,9 @@ def _transformation(structure: Structure) -> Any:
         learning_rate=0.0, momentum=0.0, **{key: 0.0 for key in DECAYS}, nesterov=nesterov)
 
 
-# One transformation per optimizer structure, and one layer with its optimizer per
-# (d, k, structure), reused and refilled for every case as a training loop would: their
-# structure (what jit compiles for) stays the same.
+# One transformation per optimizer structure.
 TXS: dict[Structure, Any] = {s: _transformation(s) for s in
                              [SGD, ("momentum", False), ("momentum", True), ADAM]}
-_layers: dict[tuple[int, int, Structure], tuple[Any, Any]] = {}
 
 
 def _structure(case: sgdc_adapter.Case) -> Structure:
@@ -162,81 +167,113 @@ def _structure(case: sgdc_adapter.Case) -> Structure:
     return ("momentum", o.nesterov)
 
 
-def _set_decays(hyperparams: Any, o: Any) -> None:
-    """The case's weight decay into the convention's slot, 0 into the other's."""
-    coupled = o.decay == "coupled"
-    _set(hyperparams["coupled_weight_decay"], o.weight_decay if coupled else 0.0)
-    _set(hyperparams["decoupled_weight_decay"], 0.0 if coupled else o.weight_decay)
+def _slot(path: tuple[Any, ...]) -> str | None:
+    """The name under which the adapter sets or reads the state leaf at `path` (the keys
+    of `nnx.split((model, optimizer))`'s state, e.g. (1, 'opt_state', 'inner_state', 1,
+    'trace', 'kernel', 'value')): "kernel" and "bias" (the model's), "step" (NNX's
+    counter), "hyperparams.NAME", "trace.NAME" (optax.trace's buffer), "mu.NAME" and
+    "nu.NAME" (Adam's moments), "adam.count" (scale_by_adam's counter); None for the
+    leaves left as they are (inject_hyperparams' own count, which no schedule reads)."""
+    keys = [k for k in path if k != "value"]
+    if keys[0] == 0:
+        return str(keys[-1])
+    if keys == [1, "step"]:
+        return "step"
+    for i, key in enumerate(keys):
+        if key == "hyperparams":
+            return "hyperparams." + str(keys[i + 1])
+        if key in ("trace", "mu", "nu"):
+            return f"{key}.{keys[i + 1]}"
+    if "inner_state" in keys and keys[-1] == "count":
+        return "adam.count"
+    return None
 
 
-def _layer(d: int, k: int, structure: Structure) -> tuple[Any, Any]:
-    """The (d, k, structure) layer and its optimizer, made once. Every case refills every
-    value that matters, so they are made abstractly (`nnx.eval_shape`) and filled with
-    host zeros: made eagerly, their initialisers and optax's init would each run JAX
-    operations compiled anew for every new (d, k)."""
-    key = (d, k, structure)
-    if key not in _layers:
-        def make() -> tuple[Any, Any]:
-            model = nnx.Linear(d, k, rngs=nnx.Rngs(0))
-            return model, nnx.Optimizer(model, TXS[structure], wrt=nnx.Param)
+class Layer:
+    """One (d, k, structure): the graph definition of the Linear layer with its
+    nnx.Optimizer (jit's static argument) and the layout of their state, the pytree that
+    NNX's functional API carries from step to step (`nnx.split` outside the jitted step,
+    `nnx.merge` inside). A case's state is that pytree with the case's values as leaves,
+    host arrays, as a training loop carries it; the step's new state is read from the
+    same leaves."""
 
-        layer = nnx.eval_shape(make)
-        nnx.update(layer, jax.tree.map(lambda a: np.zeros(a.shape, a.dtype), nnx.state(layer)))
-        _layers[key] = layer
-    return _layers[key]
+    def __init__(self, graphdef: Any, abstract_state: Any) -> None:
+        self.graphdef = graphdef
+        self.abstract_state = abstract_state
+        with_paths, self.treedef = jax.tree_util.tree_flatten_with_path(abstract_state)
+        self.template = [np.zeros(leaf.shape, leaf.dtype) for _, leaf in with_paths]
+        self.slots: dict[str, int] = {}
+        for index, (path, _) in enumerate(with_paths):
+            name = _slot(tuple(getattr(k, "key", getattr(k, "name", getattr(k, "idx", k)))
+                               for k in path))
+            if name is not None:
+                self.slots[name] = index
+
+    def state(self, values: dict[str, Any]) -> Any:
+        """The state pytree with `values` (by slot name) and host zeros elsewhere."""
+        leaves = list(self.template)
+        for name, value in values.items():
+            index = self.slots[name]
+            leaves[index] = np.asarray(value, dtype=self.template[index].dtype)
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+    def read(self, state: Any) -> dict[str, Any]:
+        """The leaves of a new state (the step's output) by slot name."""
+        leaves, treedef = jax.tree_util.tree_flatten(state)
+        assert treedef == self.treedef, (treedef, self.treedef)
+        return {name: leaves[index] for name, index in self.slots.items()}
 
 
-def _set(variable: Any, value: Any, dtype: Any = np.float32) -> None:
-    """Sets an NNX variable to a host array of its dtype: no JAX operation is dispatched
-    (`variable[...] = x` runs one per call); jit takes the array as it is."""
-    variable.set_value(np.asarray(value, dtype=dtype))
+# The layers of each (d, k), one per optimizer structure, made once and abstractly
+# (`nnx.eval_shape`: no initialiser runs, and no JAX operation is compiled per shape).
+_layers: dict[tuple[int, int], dict[Structure, Layer]] = {}
 
 
-def _parts(case: sgdc_adapter.Case) -> tuple[Any, Any, Any, Any]:
-    """The train step's arguments for `case`, on its (d, k, structure) layer: the split
-    model and optimizer, x and y. They hold the layer's variables: step them before the
-    layer is refilled."""
+def _layer(d: int, k: int, structure: Structure) -> Layer:
+    if (d, k) not in _layers:
+        def make() -> list[tuple[Any, Any]]:  # in TXS's order
+            out = []
+            for tx in TXS.values():
+                model = nnx.Linear(d, k, rngs=nnx.Rngs(0))
+                out.append((model, nnx.Optimizer(model, tx, wrt=nnx.Param)))
+            return out
+
+        made = nnx.eval_shape(make)
+        _layers[(d, k)] = {s: Layer(*nnx.split(pair)) for s, pair in zip(TXS, made)}
+    return _layers[(d, k)][structure]
+
+
+def _values(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """The case's values by slot name: parameters, counter, hyperparameters, state."""
     if case.step >= 2**32:
         raise sgdc_adapter.RejectCase("NNX keeps the step counter as uint32; step must be < 2**32")
-    model, optimizer = _layer(case.d, case.k, _structure(case))
-    _set(model.kernel, case.kernel)
-    _set(model.bias, case.bias)
-    hyperparams = optimizer.opt_state.hyperparams
-    _set(hyperparams["learning_rate"], case.lr)
+    values: dict[str, Any] = {"kernel": case.kernel, "bias": case.bias, "step": case.step,
+                              "hyperparams.learning_rate": case.lr}
     o = case.optimizer
+    if o is None:
+        return values
+    # The case's weight decay into its convention's slot, 0 into the other's.
+    coupled = o.decay == "coupled"
+    values["hyperparams.coupled_weight_decay"] = o.weight_decay if coupled else 0.0
+    values["hyperparams.decoupled_weight_decay"] = 0.0 if coupled else o.weight_decay
+    shapes = {"kernel": (case.d, case.k), "bias": (case.k,)}
     if isinstance(o, sgdc_adapter.AdamOptimizer):
         for key in ADAM_HYPERPARAMETERS:
-            _set(hyperparams[key], getattr(o, key))
-        _set_decays(hyperparams, o)
+            values["hyperparams." + key] = getattr(o, key)
         if FIXED_EPS_ROOT is not None:
-            _set(hyperparams["eps_root"], FIXED_EPS_ROOT)
-        adam = _adam_state(optimizer)
-        for name, shape in (("kernel", (case.d, case.k)), ("bias", (case.k,))):
+            values["hyperparams.eps_root"] = FIXED_EPS_ROOT
+        for name, shape in shapes.items():  # zeros in fresh state, as optax initialises them
             m, v = getattr(case, "momentum_" + name), getattr(case, "second_moment_" + name)
-            _set(adam.mu[name], np.zeros(shape, np.float32) if m is None else m)
-            _set(adam.nu[name], np.zeros(shape, np.float32) if v is None else v)
-        _set(adam.count, min(case.step, INT32_MAX), np.int32)
-    elif o is not None:
-        _set(hyperparams["momentum"], o.momentum)
-        _set_decays(hyperparams, o)
-        trace = optax.tree.get(optimizer.opt_state, "trace")  # optax.trace's buffer
+            values["mu." + name] = np.zeros(shape, np.float32) if m is None else m
+            values["nu." + name] = np.zeros(shape, np.float32) if v is None else v
+        values["adam.count"] = min(case.step, INT32_MAX)
+    else:
+        values["hyperparams.momentum"] = o.momentum
         fresh = case.momentum_kernel is None or case.momentum_bias is None
-        _set(trace["kernel"], np.zeros((case.d, case.k), np.float32) if fresh
-             else case.momentum_kernel)
-        _set(trace["bias"], np.zeros(case.k, np.float32) if fresh else case.momentum_bias)
-    _set(optimizer.step, case.step, np.uint32)
-    graphdef, state = nnx.split((model, optimizer))
-    return graphdef, state, case.x, case.y
-
-
-def _adam_state(optimizer: Any) -> Any:
-    """The optimizer's optax.ScaleByAdamState (count, mu, nu), whose leaves are NNX
-    variables: set and read in place."""
-    found = [s for s in jax.tree_util.tree_leaves(
-        optimizer.opt_state, is_leaf=lambda x: isinstance(x, optax.ScaleByAdamState))
-        if isinstance(s, optax.ScaleByAdamState)]
-    assert len(found) == 1, found
-    return found[0]
+        for name, shape in shapes.items():  # optax.trace's buffer: zeros when fresh
+            values["trace." + name] = (np.zeros(shape, np.float32) if fresh
+                                       else getattr(case, "momentum_" + name))
+    return values
 
 
 Key = tuple[int, int, int, Structure]
@@ -251,17 +288,18 @@ def _key(case: sgdc_adapter.Case) -> Key:
     return (case.n, case.d, case.k, _structure(case))
 
 
-def _compile(key: Key, graphdef: Any, state: Any) -> Any:
-    """The train step compiled for `key` from its layer's split model and optimizer and
-    the shapes of x and y (what the step is compiled for: the values play no part)."""
+def _compile(key: Key, layer: Layer) -> Any:
+    """The train step compiled for `key` from its layer's graph definition and the shapes
+    of its state, x and y (what the step is compiled for: the values play no part)."""
     n, d, k, _ = key
-    return train_step.lower(graphdef, state, jax.ShapeDtypeStruct((n, d), jnp.float32),
+    return train_step.lower(layer.graphdef, layer.abstract_state,
+                            jax.ShapeDtypeStruct((n, d), jnp.float32),
                             jax.ShapeDtypeStruct((n, k), jnp.float32)).compile()
 
 
 def _submit(key: Key) -> None:
     if key not in _compiled:
-        _compiled[key] = _compiler.submit(_compile, key, *nnx.split(_layer(*key[1:])))
+        _compiled[key] = _compiler.submit(_compile, key, _layer(*key[1:]))
 
 
 def _compile_new_shapes(cases: list[sgdc_adapter.Case]) -> None:
@@ -286,27 +324,26 @@ def _compile_new_shapes(cases: list[sgdc_adapter.Case]) -> None:
 
 
 def _run(case: sgdc_adapter.Case) -> dict[str, Any]:
-    parts = _parts(case)
-    graphdef = parts[0]
-    loss, grads, state = _compiled[_key(case)].result()(*parts)
-    model, optimizer = nnx.merge(graphdef, state)
+    key = _key(case)
+    layer = _layer(*key[1:])
+    state = layer.state(_values(case))
+    loss, grads, new_state = _compiled[key].result()(layer.graphdef, state, case.x, case.y)
+    new = layer.read(new_state)
     out = {
         "loss": np.asarray(loss),
-        "kernel": np.asarray(model.kernel[...]),
-        "bias": np.asarray(model.bias[...]),
+        "kernel": np.asarray(new["kernel"]),
+        "bias": np.asarray(new["bias"]),
         "grad_kernel": np.asarray(grads["kernel"][...]),
         "grad_bias": np.asarray(grads["bias"][...]),
-        "step": int(optimizer.step[...]),
+        "step": int(new["step"]),
     }
     if isinstance(case.optimizer, sgdc_adapter.AdamOptimizer):
-        adam = _adam_state(optimizer)
         for name in ("kernel", "bias"):
-            out["momentum_" + name] = np.asarray(adam.mu[name][...])
-            out["second_moment_" + name] = np.asarray(adam.nu[name][...])
+            out["momentum_" + name] = np.asarray(new["mu." + name])
+            out["second_moment_" + name] = np.asarray(new["nu." + name])
     elif case.optimizer is not None:
-        trace = optax.tree.get(optimizer.opt_state, "trace")
-        out["momentum_kernel"] = np.asarray(trace["kernel"][...])
-        out["momentum_bias"] = np.asarray(trace["bias"][...])
+        for name in ("kernel", "bias"):
+            out["momentum_" + name] = np.asarray(new["trace." + name])
     return out
 
 
