@@ -101,16 +101,27 @@ std::map<std::string, Ratios> soundness(const properties::CaseProfile& profile, 
   return ratios;
 }
 
+// Tightness: a bound loose by orders of magnitude would let bugs of that size through.
+// Every strategy that rounds in float32 must come within a factor of 10 of the bound on
+// some case, for every output (float64 rounds once and may sit lower; the reduced
+// formats' own test is SoundUnderComputeFormats). The updated parameters, whose bound the
+// final rounding u |p'| dominates, must come within a factor of 10 on at least half the
+// cases (median). The sums' outputs (loss, gradients, the optimizer state built from the
+// gradient) sit lower, because any-order bounds grow like m u where random roundings fill
+// them like sqrt(m) u (docs/error-model.md, section 10).
+void expect_tight(std::map<std::string, Ratios>& ratios) {
+  for (auto& [name, r] : ratios) {
+    if (name.find("float64") != std::string::npos || name.find("-matmul") != std::string::npos)
+      continue;
+    EXPECT_GT(r.max(), 0.1) << name;
+    const bool parameter = name.ends_with(" kernel") || name.ends_with(" bias");
+    if (parameter) EXPECT_GE(r.median(), 0.1) << name;
+  }
+}
+
 TEST(ErrorBound, SoundOnUnitNormalInputs) {
-  const auto ratios =
-      soundness({.spread = properties::Spread::unit, .max_dim = 10}, 1, "unit normal");
-  // Tightness: a bound loose by orders of magnitude would let bugs of that size through.
-  // Every strategy that rounds in float32 must come within a factor of 10 of the bound
-  // on some case, for every output (float64 rounds once and may sit lower; the reduced
-  // formats' own test is SoundUnderComputeFormats).
-  for (const auto& [name, r] : ratios)
-    if (name.find("float64") == std::string::npos && name.find("-matmul") == std::string::npos)
-      EXPECT_GT(r.max(), 0.1) << name;
+  auto ratios = soundness({.spread = properties::Spread::unit, .max_dim = 10}, 1, "unit normal");
+  expect_tight(ratios);
 }
 // SGD with momentum (half the cases; heavy ball and Nesterov, dampening, both decay
 // conventions, fresh and carried buffers): the buffer and the update within their bounds
@@ -119,11 +130,9 @@ TEST(ErrorBound, SoundWithMomentum) {
   properties::CaseSpace space;
   space.momentum = properties::MomentumSupport{
       .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
-  const auto ratios = soundness({.spread = properties::Spread::unit, .max_dim = 10}, 6,
-                                "unit normal, momentum", space);
-  for (const auto& [name, r] : ratios)
-    if (name.find("float64") == std::string::npos && name.find("-matmul") == std::string::npos)
-      EXPECT_GT(r.max(), 0.1) << name;
+  auto ratios = soundness({.spread = properties::Spread::unit, .max_dim = 10}, 6,
+                          "unit normal, momentum", space);
+  expect_tight(ratios);
   EXPECT_TRUE(ratios.count("builtin:float32 momentum_kernel"));
 }
 TEST(ErrorBound, SoundWithMomentumOnWideMagnitudes) {
@@ -140,14 +149,12 @@ TEST(ErrorBound, SoundWithAdam) {
   properties::CaseSpace space;
   space.adam =
       properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
-  const auto ratios =
+  auto ratios =
       soundness({.spread = properties::Spread::unit, .max_dim = 10}, 8, "unit normal, Adam", space);
   for (const char* name : {"builtin:float32 second_moment_kernel", "builtin:adam-torch kernel",
                            "builtin:adam-optax kernel"})
     EXPECT_TRUE(ratios.count(name)) << name;
-  for (const auto& [name, r] : ratios)
-    if (name.find("float64") == std::string::npos && name.find("-matmul") == std::string::npos)
-      EXPECT_GT(r.max(), 0.1) << name;
+  expect_tight(ratios);
 }
 TEST(ErrorBound, SoundWithAdamOnWideMagnitudes) {
   properties::CaseSpace space;
