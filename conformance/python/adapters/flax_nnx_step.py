@@ -210,7 +210,8 @@ class Layer:
                 self.slots[name] = index
 
     def state(self, values: dict[str, Any]) -> Any:
-        """The state pytree with `values` (by slot name) and host zeros elsewhere."""
+        """The state pytree with `values` (by slot name) and host zeros elsewhere (the
+        template's: never written to, so every case may share them)."""
         leaves = list(self.template)
         for name, value in values.items():
             index = self.slots[name]
@@ -256,23 +257,23 @@ def _values(case: sgdc_adapter.Case) -> dict[str, Any]:
     coupled = o.decay == "coupled"
     values["hyperparams.coupled_weight_decay"] = o.weight_decay if coupled else 0.0
     values["hyperparams.decoupled_weight_decay"] = 0.0 if coupled else o.weight_decay
-    shapes = {"kernel": (case.d, case.k), "bias": (case.k,)}
+    # Optimizer state left out (a fresh one) stays the layer's zeros, as optax
+    # initialises it.
     if isinstance(o, sgdc_adapter.AdamOptimizer):
         for key in ADAM_HYPERPARAMETERS:
             values["hyperparams." + key] = getattr(o, key)
         if FIXED_EPS_ROOT is not None:
             values["hyperparams.eps_root"] = FIXED_EPS_ROOT
-        for name, shape in shapes.items():  # zeros in fresh state, as optax initialises them
-            m, v = getattr(case, "momentum_" + name), getattr(case, "second_moment_" + name)
-            values["mu." + name] = np.zeros(shape, np.float32) if m is None else m
-            values["nu." + name] = np.zeros(shape, np.float32) if v is None else v
+        for name in ("kernel", "bias"):
+            for slot, field in (("mu.", "momentum_"), ("nu.", "second_moment_")):
+                if getattr(case, field + name) is not None:
+                    values[slot + name] = getattr(case, field + name)
         values["adam.count"] = min(case.step, INT32_MAX)
     else:
         values["hyperparams.momentum"] = o.momentum
-        fresh = case.momentum_kernel is None or case.momentum_bias is None
-        for name, shape in shapes.items():  # optax.trace's buffer: zeros when fresh
-            values["trace." + name] = (np.zeros(shape, np.float32) if fresh
-                                       else getattr(case, "momentum_" + name))
+        if case.momentum_kernel is not None and case.momentum_bias is not None:
+            values["trace.kernel"] = case.momentum_kernel  # optax.trace's buffer
+            values["trace.bias"] = case.momentum_bias
     return values
 
 
