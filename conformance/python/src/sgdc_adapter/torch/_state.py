@@ -1,0 +1,243 @@
+"""A case in torch's own terms: the Linear found in a model, the case's parameters and
+optimizer state loaded into it and its optimizer as torch keeps them, and the step's
+outputs read back in the suite's layout.
+
+Shared by the eager and the sharded harnesses. The layout facts, in one place:
+
+- nn.Linear keeps `weight` as [k, d], the suite's kernel [d, k] transposed; the bias is
+  [k] in both.
+- torch.optim.SGD keeps the momentum buffer as `state[p]["momentum_buffer"]`, made from
+  the decayed gradient on the first step (fresh state: no entry), and keeps none at
+  momentum 0, where the spec's buffer is the decayed gradient `grad.add(param,
+  alpha=weight_decay)` that torch used (coupled decay; the gradient itself otherwise).
+- torch.optim.Adam and AdamW keep `state[p]["exp_avg"]` (m), `["exp_avg_sq"]` (v) and
+  `["step"]`, a float32 tensor holding the steps taken (incremented before use, so t =
+  step + 1; a step above 2**24 rounded as torch's own counter would hold it). An empty
+  state at step 0 lets the optimizer make its own; fresh state at a later step is
+  zeros with the step.
+- Hyperparameters live in every `param_groups` entry (`lr`, `momentum`, `dampening`,
+  `nesterov`, `betas`, `eps`, `weight_decay`): each case's go there, as a scheduler
+  sets `lr`, so one optimizer serves every case of its kind; a value the group keeps as
+  a tensor (a compiled optimizer's lr) is filled in place.
+- The gradients are read when `optimizer.step()` starts (a step pre-hook): SGD's
+  foreach path with Nesterov adds momentum * buffer into the `.grad` tensors in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from .._codec import AdamOptimizer, Case, Float32Array, Optimizer, RejectCase
+
+# The Linear's parameters by torch's names, with the suite's names and whether torch
+# keeps them transposed.
+PARAMETERS = (("weight", "kernel", True), ("bias", "bias", False))
+# The torch state entries an optimizer kind keeps per parameter.
+STATE_KEYS = {"momentum": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq", "step")}
+
+
+def find_linear(model: torch.nn.Module) -> torch.nn.Linear:
+    """The one nn.Linear inside `model` (the model itself, or any submodule); ValueError
+    naming what was found when there is none or more than one."""
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model_fn must return a torch.nn.Module, got {type(model).__name__}")
+    found = [(name or "(the model)", m) for name, m in model.named_modules()
+             if isinstance(m, torch.nn.Linear)]
+    if not found:
+        raise ValueError(f"the model ({type(model).__name__}) holds no torch.nn.Linear; the "
+                         f"suite tests one biased Linear layer")
+    if len(found) > 1:
+        names = ", ".join(name for name, _ in found)
+        raise ValueError(f"the model ({type(model).__name__}) holds {len(found)} "
+                         f"torch.nn.Linear modules ({names}); the suite tests exactly one")
+    return found[0][1]
+
+
+def check_linear(linear: torch.nn.Linear, d: int, k: int) -> None:
+    """ValueError naming the problem unless `linear` is a float32 biased Linear d -> k."""
+    if linear.in_features != d or linear.out_features != k:
+        raise ValueError(f"model_fn({d}, {k}) gave a Linear({linear.in_features}, "
+                         f"{linear.out_features}); expected Linear({d}, {k})")
+    if linear.bias is None:
+        raise ValueError("the Linear has no bias (bias=False); the suite tests a biased layer")
+    for name, p in (("weight", linear.weight), ("bias", linear.bias)):
+        if p.dtype != torch.float32:
+            raise ValueError(f"the Linear's {name} is {p.dtype}; the suite tests float32 "
+                             f"parameters (declare compute_format for narrower arithmetic)")
+
+
+def torch_layout(array: Float32Array, transposed: bool) -> Float32Array:
+    """A case's array in torch's layout, contiguous and writable (its own copy)."""
+    return np.ascontiguousarray(array.T if transposed else array).copy()
+
+
+def torch_parameters(case: Case) -> dict[str, Float32Array]:
+    """The case's parameters by torch's names: {"weight": [k, d], "bias": [k]}."""
+    return {name: torch_layout(getattr(case, ours), transposed)
+            for name, ours, transposed in PARAMETERS}
+
+
+def hyperparameters(case: Case) -> dict[str, Any]:
+    """The case's hyperparameters under torch's param_groups keys."""
+    hp: dict[str, Any] = {"lr": float(case.lr)}
+    o = case.optimizer
+    if isinstance(o, AdamOptimizer):
+        hp.update(betas=(float(o.b1), float(o.b2)), eps=float(o.eps),
+                  weight_decay=float(o.weight_decay))
+    elif isinstance(o, Optimizer):
+        hp.update(momentum=float(o.momentum), dampening=float(o.dampening),
+                  nesterov=bool(o.nesterov), weight_decay=float(o.weight_decay))
+    return hp
+
+
+def set_hyperparameters(optimizer: torch.optim.Optimizer, case: Case) -> None:
+    """Every param group takes the case's hyperparameters: those the group has (a key
+    it lacks is one the optimizer does not read); a tensor value is filled in place."""
+    for i, group in enumerate(optimizer.param_groups):
+        if "lr" not in group:
+            raise ValueError(f"the optimizer's param_groups[{i}] has no 'lr'; the kit sets "
+                             f"each case's hyperparameters there, as torch.optim keeps them")
+        for key, value in hyperparameters(case).items():
+            if key not in group:
+                continue
+            if isinstance(group[key], torch.Tensor):
+                group[key].fill_(value)
+            else:
+                group[key] = value
+
+
+def optimizer_kind(case: Case) -> tuple[str, str | None]:
+    """What selects an optimizer object for a case: its kind ("sgd", "momentum", "adam")
+    and decay convention. Cases of one kind share an optimizer; their hyperparameters
+    differ only in values."""
+    o = case.optimizer
+    if o is None:
+        return ("sgd", None)
+    return (o.kind, o.decay)
+
+
+def torch_state(case: Case) -> dict[str, dict[str, Float32Array]]:
+    """The optimizer state before the step, per parameter by torch's names, as torch
+    keeps it (see the module docstring); an empty dict lets the optimizer make its own."""
+    o = case.optimizer
+    state: dict[str, dict[str, Float32Array]] = {name: {} for name, _, _ in PARAMETERS}
+    if isinstance(o, Optimizer) and not case.fresh_state and o.momentum != 0:
+        for name, ours, transposed in PARAMETERS:
+            state[name]["momentum_buffer"] = torch_layout(getattr(case, "momentum_" + ours),
+                                                          transposed)
+    elif isinstance(o, AdamOptimizer) and not (case.fresh_state and case.step == 0):
+        for name, ours, transposed in PARAMETERS:
+            p = getattr(case, ours)
+            m, v = getattr(case, "momentum_" + ours), getattr(case, "second_moment_" + ours)
+            state[name] = {
+                # torch keeps `step` as a float32 tensor on the CPU (_get_scalar_dtype).
+                "step": np.array(float(case.step), dtype=np.float32),
+                "exp_avg": torch_layout(np.zeros_like(p) if m is None else m, transposed),
+                "exp_avg_sq": torch_layout(np.zeros_like(p) if v is None else v, transposed)}
+    return state
+
+
+def linear_parameters(linear: torch.nn.Linear) -> dict[str, torch.Tensor]:
+    """The Linear's parameters by torch's names."""
+    assert linear.bias is not None
+    return {"weight": linear.weight, "bias": linear.bias}
+
+
+def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer, case: Case) -> None:
+    """The case's parameters into `linear` (in place: the model and its optimizer keep
+    their tensors), its hyperparameters into the optimizer's groups, its state into
+    the optimizer's state, replacing whatever an earlier step left there. `.grad` is
+    left alone: clearing it is the train step's job."""
+    params = linear_parameters(linear)
+    with torch.no_grad():
+        for name, values in torch_parameters(case).items():
+            params[name].copy_(torch.from_numpy(values))
+    set_hyperparameters(optimizer, case)
+    for name, entries in torch_state(case).items():
+        p = params[name]
+        optimizer.state[p] = {key: torch.from_numpy(v).to(p.device) for key, v in entries.items()}
+
+
+class GradientCapture:
+    """The Linear's gradients as they stand when `optimizer.step()` starts (a step
+    pre-hook, registered once per optimizer): `arm()` before the train step, `take()`
+    after it."""
+
+    def __init__(self, optimizer: torch.optim.Optimizer, linear: torch.nn.Linear) -> None:
+        self.params = linear_parameters(linear)
+        self.grads: dict[str, torch.Tensor] | None = None
+        self.calls = 0
+        optimizer.register_step_pre_hook(self._hook)
+
+    def _hook(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self.calls += 1
+        grads = {}
+        for name, p in self.params.items():
+            if p.grad is None:
+                raise RejectCase(f"optimizer.step() ran with no gradient on the Linear's "
+                                 f"{name}: train_step must call loss.backward() first")
+            grads[name] = p.grad.detach().clone()
+        self.grads = grads
+
+    def arm(self) -> None:
+        self.calls, self.grads = 0, None
+
+    def take(self) -> dict[str, torch.Tensor]:
+        """The gradients of the one optimizer.step() since `arm()`; RejectCase otherwise."""
+        calls, grads = self.calls, self.grads
+        if calls != 1 or grads is None:
+            raise RejectCase(f"train_step called optimizer.step() {calls} times; one "
+                             f"training step calls it once")
+        return grads
+
+
+def _numpy(t: torch.Tensor, transposed: bool) -> Float32Array:
+    """A copy: the tensor is the model's own, overwritten by the next case."""
+    a: Float32Array = t.detach().cpu().numpy().copy()
+    return a.T if transposed else a
+
+
+def loss_output(loss: object) -> object:
+    """What train_step returned, as the loss output: a tensor's float32 values, or the
+    value itself (a Python float, checked by the kit: it must be exactly a float32)."""
+    if isinstance(loss, torch.Tensor):
+        return _numpy(loss, False)
+    return loss
+
+
+def outputs(case: Case, loss: object, params: Mapping[str, torch.Tensor],
+            grads: Mapping[str, torch.Tensor], state: Callable[[str], Mapping[str, Any]],
+            before: Mapping[str, torch.Tensor]) -> dict[str, Any]:
+    """The step's outputs in the suite's layout. `params`, `grads` and `before` (the
+    parameters before the step) by torch's names, whole (unsharded) CPU tensors;
+    `state(name)`: the optimizer's state of that parameter after the step."""
+    out: dict[str, Any] = {"loss": loss_output(loss)}
+    for name, ours, transposed in PARAMETERS:
+        out[ours] = _numpy(params[name], transposed)
+        out["grad_" + ours] = _numpy(grads[name], transposed)
+    o = case.optimizer
+    if o is None:
+        return out
+    for name, ours, transposed in PARAMETERS:
+        entries = state(name)
+        for key in STATE_KEYS[o.kind]:
+            if key not in entries and not (key == "momentum_buffer" and o.momentum == 0):
+                raise ValueError(f"the optimizer keeps no {key!r} for the Linear's {name} "
+                                 f"after the step; the kit reads torch's own state layout "
+                                 f"({', '.join(STATE_KEYS[o.kind])})")
+        if isinstance(o, AdamOptimizer):
+            out["momentum_" + ours] = _numpy(entries["exp_avg"], transposed)
+            out["second_moment_" + ours] = _numpy(entries["exp_avg_sq"], transposed)
+            continue
+        buf = entries.get("momentum_buffer")
+        if buf is None:  # momentum 0: no buffer; the decayed gradient torch used
+            g = grads[name]
+            buf = (g.add(before[name], alpha=float(o.weight_decay)) if o.decay == "coupled"
+                   else g)
+        out["momentum_" + ours] = _numpy(buf, transposed)
+    return out
+
