@@ -317,11 +317,23 @@ def _array_out(out: StepOutput, key: str, shape: tuple[int, ...], arrays: Arrays
                why: str = "") -> ArrayField:
     if key not in out:
         raise TypeError(f"step() result lacks {key!r}{why}")
-    arr = np.asarray(out[key])
+    arr = np.asarray(_exact_float32(out[key]))
     size = math.prod(shape)
     if arr.size != size or (arr.ndim > 1 and arr.shape != shape):
         raise TypeError(f"step() result {key!r} has shape {arr.shape}, expected {shape}")
     return arrays(arr)
+
+
+def _exact_float32(value: object) -> object:
+    """A Python float that is exactly a float32 value (`loss.item()` of a float32 loss:
+    NaN and the infinities included) as that float32; anything else as it is, for the
+    float32 check to accept or reject (a float that float32 cannot hold is not rounded
+    silently)."""
+    if type(value) is not float:
+        return value
+    with np.errstate(over="ignore"):
+        single = np.float32(value)
+    return single if float(single) == value or math.isnan(value) else value
 
 
 def _step_out(s: object) -> int:

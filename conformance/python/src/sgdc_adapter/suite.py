@@ -256,13 +256,18 @@ def replay_hint(result: SuiteResult) -> str:
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
+def plain_text(text: str) -> str:
+    """The CLI's text report without colour codes."""
+    return _ANSI.sub("", text)
+
+
 def failure_message(result: SuiteResult, what: str) -> str:
     """The text a failing test shows: the verdict, the report, the hints."""
     parts = [f"sgd-conformance: {what} is {result.verdict.replace('_', ' ').upper()}"
              if result.verdict in ("conformant", "not_conformant") else
              f"sgd-conformance could not test {what} ({result.verdict})"]
     if result.text.strip():
-        parts.append(_ANSI.sub("", result.text.rstrip()))
+        parts.append(plain_text(result.text.rstrip()))
     if result.verdict != "not_conformant" and result.stderr.strip():
         parts.append("stderr:\n" + result.stderr.rstrip())
     if result.server_errors:
