@@ -105,6 +105,15 @@ def test_each_case_loads_its_own_state_and_hyperparameters() -> None:
             assert np.array_equal(got[key], fresh[key]), (case.get("optimizer"), key)
 
 
+def test_a_plain_case_runs_an_optimizer_made_with_momentum_as_plain_sgd() -> None:
+    def optimizer_fn(params: Any, case_optimizer: Any) -> Any:
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-4)
+
+    out = TorchHarness(linear, optimizer_fn)(parsed(WORKED))
+    assert out["kernel"].tolist() == [[0.5]]
+    assert out["bias"].tobytes() == np.array([-0.3], F32).tobytes()
+
+
 def test_at_momentum_0_the_buffer_is_the_decayed_gradient() -> None:
     case = with_momentum(make_case(3, 2, 2, seed=6), momentum=0, weight_decay=0.5)
     out = TorchHarness(linear)(parsed(case))

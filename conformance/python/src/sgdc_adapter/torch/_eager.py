@@ -13,7 +13,7 @@ from .. import serve
 from .._codec import AdamOptimizer, Case, Optimizer
 from .._serve import AdamSupport, Declarations, MomentumSupport
 from ._state import (GradientCapture, check_linear, find_linear, linear_parameters, load_case,
-                     optimizer_kind, outputs, torch_parameters)
+                     optimizer_kind, outputs)
 
 ModelFn = Callable[[int, int], torch.nn.Module]
 CaseOptimizer = Optimizer | AdamOptimizer | None
@@ -115,9 +115,8 @@ class TorchHarness:
     def __call__(self, case: Case) -> dict[str, Any]:
         model, linear = self.model(case.d, case.k)
         optimizer, capture = self.optimizer(case)
-        load_case(linear, optimizer, case)
+        before = {name: torch.from_numpy(v) for name, v in load_case(linear, optimizer, case).items()}
         capture.arm()
-        before = {name: torch.from_numpy(v) for name, v in torch_parameters(case).items()}
         loss = self.train_step(model, optimizer, torch.from_numpy(case.x),
                                torch.from_numpy(case.y))
         params = linear_parameters(linear)

@@ -82,7 +82,8 @@ def torch_parameters(case: Case) -> dict[str, Float32Array]:
 
 
 def hyperparameters(case: Case) -> dict[str, Any]:
-    """The case's hyperparameters under torch's param_groups keys."""
+    """The case's hyperparameters under torch's param_groups keys. A plain SGD case is
+    SGD with momentum 0 and no weight decay: an optimizer made with momentum runs it so."""
     hp: dict[str, Any] = {"lr": float(case.lr)}
     o = case.optimizer
     if isinstance(o, AdamOptimizer):
@@ -91,6 +92,8 @@ def hyperparameters(case: Case) -> dict[str, Any]:
     elif isinstance(o, Optimizer):
         hp.update(momentum=float(o.momentum), dampening=float(o.dampening),
                   nesterov=bool(o.nesterov), weight_decay=float(o.weight_decay))
+    else:
+        hp.update(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0)
     return hp
 
 
@@ -147,19 +150,23 @@ def linear_parameters(linear: torch.nn.Linear) -> dict[str, torch.Tensor]:
     return {"weight": linear.weight, "bias": linear.bias}
 
 
-def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer, case: Case) -> None:
+def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer,
+              case: Case) -> dict[str, Float32Array]:
     """The case's parameters into `linear` (in place: the model and its optimizer keep
     their tensors), its hyperparameters into the optimizer's groups, its state into
-    the optimizer's state, replacing whatever an earlier step left there. `.grad` is
-    left alone: clearing it is the train step's job."""
+    the optimizer's state, replacing whatever an earlier step left there; returns the
+    parameters loaded (`torch_parameters`). `.grad` is left alone: clearing it is the
+    train step's job."""
     params = linear_parameters(linear)
+    loaded = torch_parameters(case)
     with torch.no_grad():
-        for name, values in torch_parameters(case).items():
+        for name, values in loaded.items():
             params[name].copy_(torch.from_numpy(values))
     set_hyperparameters(optimizer, case)
     for name, entries in torch_state(case).items():
         p = params[name]
         optimizer.state[p] = {key: torch.from_numpy(v).to(p.device) for key, v in entries.items()}
+    return loaded
 
 
 class GradientCapture:
