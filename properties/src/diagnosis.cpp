@@ -6,7 +6,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
+
+#include "sgdc/reference/check.hpp"
+#include "sgdc/reference/error_model.hpp"
 
 namespace sgdc::properties {
 
@@ -101,10 +105,134 @@ Step64 mean_of_means(const Case& c, const std::vector<int>& sizes) {
   return out;
 }
 
+// How a step's optimizer may differ from the case's: the known optimizer bugs.
+struct Variation {
+  bool swap_decay = false;         // the other weight-decay convention
+  bool fresh = false;              // the state given ignored: a fresh buffer or moments
+  bool dampen_fresh = false;       // a fresh buffer dampened: (1 - dampening) g
+  bool nesterov_old = false;       // Nesterov's direction from the buffer before the step
+  bool adam_t_off_by_one = false;  // Adam's bias correction with t = step
+  bool adam_eps_inside = false;    // sqrt(vh + eps), eps inside the square root
+};
+
+// The change p' - p of every parameter (kernel then bias) that the case's optimizer,
+// varied as `var` says, makes from the gradients `g` (kernel then bias), in double
+// (docs/spec/step.md, Optimizers and Adam).
+std::vector<double> optimizer_change(const Case& c, const std::vector<double>& g,
+                                     const Variation& var = {}) {
+  const bool decoupled =
+      (c.optimizer.decay == reference::Optimizer::Decay::decoupled) != var.swap_decay;
+  const bool fresh = c.fresh_state() || var.fresh;
+  const reference::Optimizer& o = c.optimizer;
+  std::vector<double> p(c.kernel.begin(), c.kernel.end());
+  p.insert(p.end(), c.bias.begin(), c.bias.end());
+  auto state = [&](const std::vector<float>& kernel, const std::vector<float>& bias) {
+    std::vector<double> s(kernel.begin(), kernel.end());
+    s.insert(s.end(), bias.begin(), bias.end());
+    if (s.empty()) s.assign(p.size(), 0.0);
+    return s;
+  };
+  std::vector<double> m = state(c.momentum_kernel, c.momentum_bias);
+  std::vector<double> v = state(c.second_moment_kernel, c.second_moment_bias);
+  if (var.fresh) m.assign(p.size(), 0.0), v.assign(p.size(), 0.0);
+  const double lr = c.lr, wd = o.weight_decay, mu = o.momentum;
+  const double keep = 1.0 - double(reference::applied_dampening(o));
+  const double t = double(c.step) + (var.adam_t_off_by_one ? 0.0 : 1.0);
+  const double eps_root = var.adam_eps_inside ? double(o.eps) : double(o.eps_root);
+  const double eps = var.adam_eps_inside ? 0.0 : double(o.eps);
+  std::vector<double> out(p.size(), 0.0);
+  for (std::size_t i = 0; i < p.size() && i < g.size(); ++i) {
+    const double ge = decoupled ? g[i] : g[i] + wd * p[i];
+    double d = ge;
+    if (o.kind == reference::Optimizer::Kind::momentum) {
+      double b = fresh ? ge : mu * m[i] + keep * ge;
+      if (fresh && var.dampen_fresh) b = (1.0 - double(o.dampening)) * ge;
+      d = o.nesterov ? ge + mu * (var.nesterov_old ? (fresh ? 0.0 : m[i]) : b) : b;
+    } else if (o.kind == reference::Optimizer::Kind::adam) {
+      const double m1 = double(o.b1) * m[i] + (1.0 - double(o.b1)) * ge;
+      const double v1 = double(o.b2) * v[i] + (1.0 - double(o.b2)) * ge * ge;
+      const double mh = m1 / (1.0 - std::pow(double(o.b1), t));
+      const double vh = v1 / (1.0 - std::pow(double(o.b2), t));
+      d = mh / (std::sqrt(vh + eps_root) + eps);
+    }
+    if (decoupled) d += wd * p[i];
+    out[i] = -lr * d;
+  }
+  return out;
+}
+
+// The c for which `reported` is c * `exact`, every element alike (within the tolerance),
+// or nothing.
+std::optional<double> common_scale(const std::vector<double>& reported,
+                                   const std::vector<double>& exact) {
+  if (reported.size() != exact.size() || reported.empty()) return std::nullopt;
+  double dot = 0.0, ee = 0.0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    dot += reported[i] * exact[i];
+    ee += exact[i] * exact[i];
+  }
+  if (ee == 0.0 || !std::isfinite(dot) || !std::isfinite(ee)) return std::nullopt;
+  const double scale = dot / ee;
+  if (distance(reported, scaled(exact, scale)) > tolerance) return std::nullopt;
+  return scale;
+}
+
+std::vector<double> concat(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> out(a);
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// Whether float32 `v` is a value of the narrower format `f` (exactly, in its range).
+bool representable(float v, const reference::Format& f) {
+  if (v == 0.0f) return true;
+  if (!std::isfinite(v) || std::abs(double(v)) > f.max_finite()) return false;
+  int e = 0;
+  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
+  const double quantum = std::ldexp(1.0, std::max(e - 1, f.min_exponent) - f.fraction_bits);
+  return std::fmod(double(v), quantum) == 0.0;
+}
+
+// The narrower format every reported gradient is a value of, each within one of its
+// units in the last place of the exact value, where at least half of the correctly
+// rounded ones are not values of it (kept or reduced in that precision), or nothing.
+std::optional<const char*> narrow_gradients(const reference::StepResult& r,
+                                            const reference::Expectation& e) {
+  const std::pair<const char*, reference::Format> formats[] = {
+      {"bfloat16", reference::formats::bfloat16}, {"float16", reference::formats::float16}};
+  for (const auto& [name, f] : formats) {
+    std::size_t all = 0, exact_outside = 0;
+    bool every = true;
+    for (auto [reported, expected] : {std::pair{&r.grad_kernel, &e.grad_kernel},
+                                      std::pair{&r.grad_bias, &e.grad_bias}}) {
+      for (std::size_t i = 0; i < reported->size() && i < expected->size(); ++i) {
+        ++all;
+        const double want = (*expected)[i].value, got = (*reported)[i];
+        every = every && representable((*reported)[i], f) &&
+                std::abs(got - want) <= std::ldexp(std::abs(want), -f.fraction_bits);
+        if (!representable((*expected)[i].rounded, f)) ++exact_outside;
+      }
+    }
+    if (all > 0 && every && 2 * exact_outside >= all && exact_outside > 0) return name;
+  }
+  return std::nullopt;
+}
+
 struct Group {
   const char* name;
   std::vector<double> reported, exact;
+  // Some element of the group lies outside the derived bound: only then is the group
+  // wrong. (A correct parameter whose update is a few of its ULPs differs from the exact
+  // change by far more than the relative tolerance, and any scale would fit that noise.)
+  bool out_of_bound = true;
 };
+
+// Whether some value of `got` lies outside its element's derived bound.
+bool out_of_bound(const std::vector<float>& got, const std::vector<reference::Expected>& want) {
+  for (std::size_t i = 0; i < got.size() && i < want.size(); ++i)
+    if (!reference::check_element(got[i], want[i]).ok) return true;
+  return false;
+}
 
 struct Hypothesis {
   std::string description;
@@ -115,13 +243,13 @@ struct Hypothesis {
 
 // NaN from finite inputs that cannot overflow: a 0/0, which the known bugs make where
 // their divisor is 0 on this case.
-std::optional<std::string> zero_division(const Case& c, const reference::StepResult& r,
-                                         const reference::Expectation& e) {
+std::vector<std::string> zero_division(const Case& c, const reference::StepResult& r,
+                                       const reference::Expectation& e) {
   bool nan = false;
   for (reference::Output o : reference::all_outputs)
     for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
       nan = nan || (std::isnan(r[o][i]) && !e[o][i].may_overflow && !e[o][i].must_be_nonfinite);
-  if (!nan) return std::nullopt;
+  if (!nan) return {};
   std::vector<std::string> found;
   if (std::int64_t{c.n} * c.k == 1)
     found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
@@ -131,26 +259,24 @@ std::optional<std::string> zero_division(const Case& c, const reference::StepRes
                     "some shards none, and dropping the N % num_shards remainder "
                     "rows leaves {} in all",
                     c.num_shards, c.n, c.n / c.num_shards * c.num_shards));
-  if (found.empty()) return "NaN from finite inputs: a 0/0 or inf - inf on the way";
-  std::string out = found[0];
-  for (std::size_t i = 1; i < found.size(); ++i) out += "; or " + found[i];
-  return out;
+  if (found.empty()) return {"NaN from finite inputs: a 0/0 or inf - inf on the way"};
+  return found;
 }
 
-std::optional<std::string> suspected_bug(const Case& c, const reference::StepResult& r,
-                                         const reference::Expectation& e) {
-  if (reference::has_nonfinite_input(c)) return std::nullopt;
-  if (auto nan = zero_division(c, r, e)) return nan;
+std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResult& r,
+                                        const reference::Expectation& e) {
+  if (reference::has_nonfinite_input(c)) return {};
+  if (auto nan = zero_division(c, r, e); !nan.empty()) return nan;
   std::vector<std::string> found;
   auto test = [&](const Group& g, const std::vector<Hypothesis>& hypotheses) {
-    if (g.reported.empty() || g.reported.size() != g.exact.size()) return;
+    if (g.reported.empty() || g.reported.size() != g.exact.size() || !g.out_of_bound) return;
     for (double v : g.reported)
       if (!std::isfinite(v)) return;
     if (distance(g.reported, g.exact) <= tolerance) return;  // this group is right
     for (const Hypothesis& h : hypotheses) {
       const std::vector<double> predicted = h.predict();
       // A hypothesis this case cannot tell from the correct step says nothing.
-      if (distance(predicted, g.exact) <= 10 * tolerance) continue;
+      if (predicted.empty() || distance(predicted, g.exact) <= 10 * tolerance) continue;
       if (distance(g.reported, predicted) <= tolerance)
         found.push_back(fmt::format("{} {}", g.name, h.description));
     }
@@ -164,6 +290,9 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
 
   const int n = c.n, k = c.k, s = c.num_shards;
   const double count = double(n) * k;
+  const reference::Optimizer& o = c.optimizer;
+  const bool plain_sgd = o.kind == reference::Optimizer::Kind::sgd;
+  const bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
   // Scale factors the known bugs multiply a gradient or the loss by.
   std::vector<std::pair<double, std::string>> factors = {
       {0.5, "are half the exact ones: a factor of 2 missing (the derivative of r^2 taken as r)"},
@@ -177,6 +306,12 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
   if (n > 1)
     factors.push_back(
         {double(n), fmt::format("are N={} times the exact ones: divided by K, not N*K", n)});
+  // Also where N*K equals K or N: a case that cannot tell the sum from those means names
+  // both, and shrinking keeps the dimension that tells them apart.
+  if (count > 1)
+    factors.push_back({count, fmt::format("are N*K={} times the exact ones: a sum where the mean "
+                                          "belongs (reduction='sum')",
+                                          n * k)});
   if (s > 1) {
     factors.push_back({double(s), fmt::format("are num_shards={} times the exact ones: per-shard "
                                               "means summed, not averaged",
@@ -189,6 +324,13 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
     factors.push_back({count / (count - 1),
                        "are N*K/(N*K-1) times the exact ones: divided by "
                        "N*K - 1"});
+  // A factor that one of the hypotheses above names already (zero stands apart: a tiny
+  // scale is no zero).
+  auto known_factor = [&](double a) {
+    for (const auto& [f, text] : factors)
+      if (f != 0.0 && std::abs(a - f) <= 10 * tolerance * std::abs(f)) return true;
+    return false;
+  };
 
   // Rows or columns left out past a boundary, and equal-weight means of unequal parts.
   std::vector<std::pair<std::string, std::function<Step64()>>> variants;
@@ -230,7 +372,12 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
     for (float v : r.grad_bias) grads.reported.push_back(v);
     grads.exact = exact(e.grad_kernel);
     for (double v : exact(e.grad_bias)) grads.exact.push_back(v);
+    grads.out_of_bound =
+        out_of_bound(r.grad_kernel, e.grad_kernel) || out_of_bound(r.grad_bias, e.grad_bias);
   }
+  const std::vector<double> exact_grads =
+      concat(exact(e.grad_kernel), exact(e.grad_bias));  // kernel then bias
+  const std::vector<double> params = concat(values(c.kernel), values(c.bias));
   std::vector<Hypothesis> gradient_hypotheses;
   for (const auto& [a, text] : factors)
     gradient_hypotheses.push_back({text, [&grads, a = a] { return scaled(grads.exact, a); }});
@@ -238,10 +385,42 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
       {"match x.reshape(D, N) where x^T belongs", [&c] { return reshaped_gradient(c); }});
   for (const auto& [text, step] : variants)
     gradient_hypotheses.push_back({text, [step = step] { return step().grads; }});
+  if (!plain_sgd && o.weight_decay != 0.0f) {
+    gradient_hypotheses.push_back(
+        {fmt::format("include the weight decay wd*p (wd={:.9g}): L2 regularisation in the loss "
+                     "as well as the optimizer's weight decay (the decay applied twice)",
+                     o.weight_decay),
+         [&grads, &params, wd = double(o.weight_decay)] {
+           std::vector<double> out(grads.exact);
+           for (std::size_t i = 0; i < out.size() && i < params.size(); ++i)
+             out[i] += wd * params[i];
+           return out;
+         }});
+  }
+  // Scaled alike in every element by a factor no bug above makes: as clipping to a global
+  // norm scales them (the norm over every parameter's gradient brought down to max_norm).
+  if (const auto a = common_scale(grads.reported, grads.exact);
+      a && *a > 0.0 && *a < 1.0 && !known_factor(*a)) {
+    gradient_hypotheses.push_back(
+        {fmt::format("are {:.4g} times the exact ones, every element alike, a factor none of the "
+                     "known constant-factor bugs makes: scaled as clipping to a global norm "
+                     "scales them (their norm {:.4g}, the exact gradients' {:.4g}: "
+                     "clip_grad_norm_ or optax.clip_by_global_norm in the step?)",
+                     *a, norm(grads.reported), norm(grads.exact)),
+         [&grads, a = *a] { return scaled(grads.exact, a); }});
+  }
   test(grads, gradient_hypotheses);
+  if (found.empty() && !grads.reported.empty() && grads.out_of_bound) {
+    if (const auto narrow = narrow_gradients(r, e))
+      found.push_back(fmt::format(
+          "gradients are all {0} values where the exact ones round to float32 values outside "
+          "{0}: kept or reduced in {0} (an undeclared mixed-precision cast or reduce_dtype?)",
+          *narrow));
+  }
 
   // The loss.
-  const Group loss{"the loss and its scale", {double(r.loss.at(0))}, {e.loss.at(0).value}};
+  const Group loss{"the loss and its scale", {double(r.loss.at(0))}, {e.loss.at(0).value},
+                   out_of_bound(r.loss, e.loss)};
   std::vector<Hypothesis> loss_hypotheses;
   for (const auto& [a, text] : factors)
     if (a > 0.0 && a != 2.0 && a != 0.5)
@@ -260,24 +439,161 @@ std::optional<std::string> suspected_bug(const Case& c, const reference::StepRes
     for (std::size_t i = 0; i < after.size(); ++i) d.push_back(after[i].value - before[i]);
     return d;
   };
+  // The gradient's own bug already explains a scaled update.
+  if (!found.empty()) return found;
   for (auto [name, after, expected, before] :
        {std::tuple{"the kernel's update", &r.kernel, &e.kernel, &c.kernel},
         std::tuple{"the bias's update", &r.bias, &e.bias, &c.bias}}) {
-    const Group update{name, change(*after, *before), exact_change(*expected, *before)};
+    const Group update{name, change(*after, *before), exact_change(*expected, *before),
+                       out_of_bound(*after, *expected)};
     const std::vector<Hypothesis> update_hypotheses = {
         {"is missing: the parameters are unchanged",
          [&update] { return scaled(update.exact, 0.0); }},
         {"has the wrong sign: p + lr*g", [&update] { return scaled(update.exact, -1.0); }},
-        {"is lr times too small: lr applied twice (p - lr*lr*g)",
+        {c.lr < 1 ? "is lr times too small: lr applied twice (p - lr*lr*g)"
+                  : "is lr times too large: lr applied twice (p - lr*lr*g)",
          [&update, lr = c.lr] { return scaled(update.exact, lr); }},
     };
-    // The gradient's own bug already explains a scaled update.
-    if (found.empty()) test(update, update_hypotheses);
+    test(update, update_hypotheses);
   }
-  if (found.empty()) return std::nullopt;
-  std::string out = found[0];
-  for (std::size_t i = 1; i < found.size(); ++i) out += "; or " + found[i];
+  if (!found.empty()) return found;
+
+  // Both parameters' update together: what moves them alike, and the optimizer's options.
+  const Group update{"the update", concat(change(r.kernel, c.kernel), change(r.bias, c.bias)),
+                     concat(exact_change(e.kernel, c.kernel), exact_change(e.bias, c.bias)),
+                     out_of_bound(r.kernel, e.kernel) || out_of_bound(r.bias, e.bias)};
+  std::vector<Hypothesis> update_hypotheses;
+  const std::optional<double> a = common_scale(update.reported, update.exact);
+  if (plain_sgd && a && *a > 1.0 && *a <= 2.0 + 10 * tolerance) {
+    update_hypotheses.push_back(
+        {fmt::format("is {:.4g} times plain SGD's for the same gradient, every element alike: "
+                     "the update looks like momentum (Nesterov's first step moves by "
+                     "(1 + mu) g, here mu = {:.4g}): declare `momentum=...` if the step runs "
+                     "SGD with momentum",
+                     *a, *a - 1.0),
+         [&update, a = *a] { return scaled(update.exact, a); }});
+  }
+  if (plain_sgd && a && *a > 0.0 && *a < 1.0 && !known_factor(*a) &&
+      std::abs(*a - double(c.lr)) > 10 * tolerance * double(c.lr)) {
+    update_hypotheses.push_back(
+        {fmt::format("is {:.4g} times the exact one for every parameter alike, the reported "
+                     "gradients unscaled: the gradients clipped to a global norm (of {:.4g}) "
+                     "before the update, after they were read",
+                     *a, *a * norm(exact_grads)),
+         [&update, a = *a] { return scaled(update.exact, a); }});
+  }
+  if (!plain_sgd && o.weight_decay != 0.0f) {
+    const bool adam = o.kind == reference::Optimizer::Kind::adam;
+    const std::string other =
+        adam ? (decoupled ? "matches Adam with coupled weight decay (torch.optim.Adam) where the "
+                            "case's AdamW (decoupled decay) belongs"
+                          : "matches AdamW (decoupled weight decay) where the case's Adam with "
+                            "coupled decay (torch.optim.Adam) belongs")
+             : fmt::format("matches the other weight-decay convention: {} where the case's {} "
+                           "belongs",
+                           decoupled ? "coupled" : "decoupled", decoupled ? "decoupled" : "coupled");
+    update_hypotheses.push_back({other, [&c, &exact_grads] {
+                                   return optimizer_change(c, exact_grads, {.swap_decay = true});
+                                 }});
+    update_hypotheses.push_back(
+        {fmt::format("matches the weight decay applied twice (L2 in the loss as well as the "
+                     "optimizer's {} decay)",
+                     decoupled ? "decoupled" : "coupled"),
+         [&c, &exact_grads, &params, wd = double(o.weight_decay)] {
+           std::vector<double> g(exact_grads);
+           for (std::size_t i = 0; i < g.size() && i < params.size(); ++i) g[i] += wd * params[i];
+           return optimizer_change(c, g);
+         }});
+  }
+  // The optimizer's state and options, as the known optimizer bugs get them wrong.
+  std::vector<std::pair<std::string, Variation>> variations;
+  if (!plain_sgd && !c.fresh_state())
+    variations.push_back({"matches a step that ignores the optimizer state it was given (the "
+                          "state started afresh: not threaded back from the last step)",
+                          {.fresh = true}});
+  if (o.kind == reference::Optimizer::Kind::momentum) {
+    if (c.fresh_state() && reference::applied_dampening(o) != 0.0f)
+      variations.push_back({"matches a dampened first buffer, (1 - dampening) g, where the first "
+                            "step keeps g",
+                            {.dampen_fresh = true}});
+    if (o.nesterov && !c.fresh_state())
+      variations.push_back({"matches Nesterov's direction from the buffer before the step, "
+                            "g + mu buf, not after",
+                            {.nesterov_old = true}});
+  }
+  if (o.kind == reference::Optimizer::Kind::adam) {
+    variations.push_back({"matches Adam's bias correction with t = step, not step + 1 (the "
+                          "counter incremented after its use)",
+                          {.adam_t_off_by_one = true}});
+    variations.push_back({"matches eps inside the square root, sqrt(vh + eps), where "
+                          "sqrt(vh + eps_root) + eps belongs",
+                          {.adam_eps_inside = true}});
+  }
+  for (const auto& [text, var] : variations)
+    update_hypotheses.push_back(
+        {text, [&c, &exact_grads, var = var] { return optimizer_change(c, exact_grads, var); }});
+  test(update, update_hypotheses);
+  return found;
+}
+
+std::string join_suspects(const std::vector<std::string>& suspects) {
+  std::string out;
+  for (const std::string& s : suspects) out += (out.empty() ? "" : "; or ") + s;
   return out;
+}
+
+std::optional<std::string> suspected_bug(const Case& c, const reference::StepResult& r,
+                                         const reference::Expectation& e) {
+  const std::vector<std::string> found = suspected_bugs(c, r, e);
+  if (found.empty()) return std::nullopt;
+  return join_suspects(found);
+}
+
+std::vector<std::string> suspected_between_calls(const Case& c, const reference::StepResult& first,
+                                                 const reference::StepResult& second,
+                                                 const reference::Expectation& e) {
+  auto values = [](const std::vector<float>& a, const std::vector<float>& b) {
+    std::vector<double> out(a.begin(), a.end());
+    out.insert(out.end(), b.begin(), b.end());
+    return out;
+  };
+  auto finite = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  };
+  const std::vector<double> before = values(c.kernel, c.bias);
+  auto change = [&](const reference::StepResult& r) {
+    std::vector<double> d = values(r.kernel, r.bias);
+    for (std::size_t i = 0; i < d.size() && i < before.size(); ++i) d[i] -= before[i];
+    return d;
+  };
+  const std::vector<double> ga = values(first.grad_kernel, first.grad_bias),
+                            gb = values(second.grad_kernel, second.grad_bias),
+                            da = change(first), db = change(second);
+  if (!finite(ga) || !finite(gb) || !finite(da) || !finite(db)) return {};
+  std::vector<double> exact;
+  for (const auto* v : {&e.grad_kernel, &e.grad_bias})
+    for (const reference::Expected& x : *v) exact.push_back(x.value);
+  const bool grads = !ga.empty() && ga.size() == gb.size() && gb.size() == exact.size();
+  if (grads && distance(ga, gb) > tolerance) {
+    std::vector<double> added(gb);
+    for (std::size_t i = 0; i < added.size(); ++i) added[i] -= ga[i];
+    if (norm(exact) > 0.0 && distance(added, exact) <= tolerance)
+      return {"gradients accumulate across calls: the second answer's gradient is the first's "
+              "plus this case's gradient (a missing optimizer.zero_grad() before backward?)"};
+    if (const auto a = common_scale(gb, ga); a && std::abs(*a - 1.0) > 10 * tolerance)
+      return {fmt::format("gradients differ by a constant factor between calls: the second "
+                          "call's are {:.4g} times the first's, as when something is applied "
+                          "once more on every call (a gradient hook registered in each step?)",
+                          *a)};
+    return {};
+  }
+  // The same gradients (or none reported): what differs is the update.
+  if (distance(db, da) > tolerance)
+    return {"state carried across calls: the same case, with the same gradients, moved the "
+            "parameters differently on the second call (optimizer state, a step counter or a "
+            "learning-rate schedule kept from an earlier call instead of taken from the case?)"};
+  return {"the answers differ by rounding alone: an order of summation that changes from call "
+          "to call (atomics, threads, a nondeterministic reduction)"};
 }
 
 }  // namespace sgdc::properties

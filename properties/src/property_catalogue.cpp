@@ -48,12 +48,26 @@ std::string list(const std::vector<Mismatch>& ms) {
   return s;
 }
 
-// The mismatches, and a suspected bug class when the numbers point to one.
-std::string explain(const std::vector<Mismatch>& bad, const Case& c, const StepResult& r,
-                    Context& ctx) {
-  std::string s = list(bad);
-  if (const auto suspect = suspected_bug(c, r, ctx.expect(c))) s += "\n  suspected: " + *suspect;
-  return s;
+// The mismatches listed, and the bug classes the numbers point to.
+struct Explained {
+  std::string text;
+  std::vector<std::string> suspects;
+};
+
+// "\n  suspected: A; or B", or nothing.
+std::string suspected_line(const std::vector<std::string>& suspects) {
+  return suspects.empty() ? "" : "\n  suspected: " + join_suspects(suspects);
+}
+
+Explained explain(const std::vector<Mismatch>& bad, const Case& c, const StepResult& r,
+                  Context& ctx) {
+  std::vector<std::string> suspects = suspected_bugs(c, r, ctx.expect(c));
+  return {list(bad) + suspected_line(suspects), std::move(suspects)};
+}
+
+// A failure whose message ends with the mismatches explained.
+Judgement fail_with(const std::string& head, const Explained& x) {
+  return Judgement::fail(head + x.text, x.suspects);
 }
 
 // First output element whose bits differ between a and b.
@@ -92,8 +106,8 @@ Judgement accuracy(Context& ctx, const Case& c, std::span<const StepOutcome> out
   if (!r.result) return Judgement::fail(r.failure);
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
-  return Judgement::fail(fmt::format("{} outside the derived bound:{}", elements(bad.size()),
-                                     explain(bad, c, *r.result, ctx)));
+  return fail_with(fmt::format("{} outside the derived bound:", elements(bad.size())),
+                   explain(bad, c, *r.result, ctx));
 }
 
 // --- shard_invariance -----------------------------------------------------------------
@@ -126,11 +140,32 @@ Judgement shard_invariance(Context& ctx, const Case& c, std::span<const StepOutc
     if (sharded) {
       const auto bad = compare(*r.result, ctx.expect(c), &obs);
       if (!bad.empty())
-        return Judgement::fail(fmt::format("with num_shards={}:{}", counts[i],
-                                           explain(bad, sharded_case, *r.result, ctx)));
+        return fail_with(fmt::format("with num_shards={}:", counts[i]),
+                         explain(bad, sharded_case, *r.result, ctx));
     } else if (!first) {
       first = r.result;
     } else if (auto diff = first_difference(*first, *r.result)) {
+      // Both counts again, a few times each: answers that drift between calls are
+      // determinism's failure, not the shard count's. A drift that shows on one call in
+      // two escapes all of kRepeats repeats of both counts with probability 2^-kRepeats.
+      constexpr std::size_t kRepeats = 8;
+      if (out.size() == counts.size()) {
+        std::vector<Case> again(kRepeats, with_shards(c, counts[0]));
+        again.insert(again.end(), kRepeats, sharded_case);
+        return Judgement::then(std::move(again));
+      }
+      for (std::size_t j = 0; j < 2 * kRepeats && counts.size() + j < out.size(); ++j) {
+        const bool base = j < kRepeats;
+        const int count = base ? counts[0] : counts[i];
+        const Checked again = checked(ctx, with_shards(c, count), out[counts.size() + j]);
+        if (!again.result) continue;
+        if (auto drift = first_difference(base ? *first : *r.result, *again.result))
+          return Judgement::fail(
+              fmt::format("the same case at the same num_shards={} gave different bits on two "
+                          "calls ({}): the step is not deterministic, so num_shards need not be "
+                          "what changed the result (determinism names what drifts)",
+                          count, *drift));
+      }
       return Judgement::fail(fmt::format(
           "num_shards changed the result of an implementation that does not declare `sharded`: "
           "num_shards={} vs {}: {}\n  if the step really splits its work over num_shards, "
@@ -229,14 +264,14 @@ Judgement update_rule(Context& ctx, const Case& c, std::span<const StepOutcome> 
                       inconsistent.size(), s));
     }
     if (!bad.empty()) {
-      return Judgement::fail(
+      return fail_with(
           "gradient bug: parameters move as p - lr*g for the reported g, but that g is wrong, "
-          "so the new parameters are outside the bound:" +
+          "so the new parameters are outside the bound:",
           explain(bad, c, res, ctx));
     }
   }
   if (!bad.empty())
-    return Judgement::fail("new parameters outside the bound:" + explain(bad, c, res, ctx));
+    return fail_with("new parameters outside the bound:", explain(bad, c, res, ctx));
   return Judgement::pass();
 }
 
@@ -297,10 +332,12 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
     }
     const auto bad = compare(*r.result, ctx.expect(c), &obs);
     if (!bad.empty())
-      return Judgement::fail(fmt::format(
-          "step {} of {} of a run from the implementation's own results, judged against the exact "
-          "step from that step's input: {} outside the derived bound:{}",
-          t + 1, steps, elements(bad.size()), explain(bad, c, *r.result, ctx)));
+      return fail_with(
+          fmt::format("step {} of {} of a run from the implementation's own results, judged "
+                      "against the exact step from that step's input: {} outside the derived "
+                      "bound:",
+                      t + 1, steps, elements(bad.size())),
+          explain(bad, c, *r.result, ctx));
     const reference::Counter& counter = ctx.declaration().counter;
     if (ctx.declaration().capabilities.step_counter &&
         r.result->step != reference::next_count(counter, c.step))
@@ -329,8 +366,12 @@ Judgement determinism(Context& ctx, const Case& c, std::span<const StepOutcome> 
   if (!a.result) return Judgement::fail(a.failure);
   const Checked b = checked(ctx, c, out[1]);
   if (!b.result) return Judgement::fail(b.failure);
-  if (auto diff = first_difference(*a.result, *b.result))
-    return Judgement::fail("the same case twice gave different bits: " + *diff);
+  if (auto diff = first_difference(*a.result, *b.result)) {
+    std::vector<std::string> suspects =
+        suspected_between_calls(c, *a.result, *b.result, ctx.expect(c));
+    return Judgement::fail(
+        "the same case twice gave different bits: " + *diff + suspected_line(suspects), suspects);
+  }
   return Judgement::pass();
 }
 
@@ -387,6 +428,22 @@ Judgement zero_lr(Context& ctx, const Case& drawn, std::span<const StepOutcome> 
 
 // --- special_values -------------------------------------------------------------------
 
+bool subnormal(float v) { return std::fpclassify(v) == FP_SUBNORMAL; }
+
+bool has_subnormal_input(const Case& c) {
+  if (subnormal(c.lr)) return true;
+  for (const reference::InputArray& in : reference::input_arrays)
+    for (float v : c.*in.member)
+      if (subnormal(v)) return true;
+  return false;
+}
+
+// The element's value, expected or returned, is subnormal (a flush to zero shows as a
+// zero returned where a subnormal is expected).
+bool involves_subnormal(const Mismatch& m) {
+  return subnormal(m.actual) || subnormal(m.expected.rounded);
+}
+
 Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                          Observations& obs) {
   if (!out[0].result) {
@@ -398,9 +455,20 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
   if (!r.result) return Judgement::fail(r.failure);
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
-  return Judgement::fail(fmt::format("the declared policy (subnormals: {}) is broken by {}:{}",
-                                     to_string(ctx.declaration().arithmetic.subnormals),
-                                     elements(bad.size()), list(bad)));
+  // Name the policy only where a special value is involved; otherwise the elements are
+  // simply out of bound, with accuracy's suspects.
+  if (reference::has_nonfinite_input(c) ||
+      std::any_of(bad.begin(), bad.end(), [](const Mismatch& m) { return m.expected.must_be_nonfinite; }))
+    return Judgement::fail(fmt::format("NaN and infinity propagation is broken by {}:{}",
+                                       elements(bad.size()), list(bad)));
+  if (has_subnormal_input(c) || std::any_of(bad.begin(), bad.end(), involves_subnormal))
+    return Judgement::fail(fmt::format("the declared policy (subnormals: {}) is broken by {}:{}",
+                                       to_string(ctx.declaration().arithmetic.subnormals),
+                                       elements(bad.size()), list(bad)));
+  return fail_with(fmt::format("{} outside the derived bound, from finite inputs where no "
+                               "subnormal is involved (not a matter of the special-value policy):",
+                               elements(bad.size())),
+                   explain(bad, c, *r.result, ctx));
 }
 
 // --- placement ------------------------------------------------------------------------

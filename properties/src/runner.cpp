@@ -23,30 +23,34 @@ std::string fault_at(const std::string& where, const std::string& what) {
 constexpr int max_batch_cases = 64;
 
 Counterexample shrink(const Property& p, Implementation& impl,
-                      rc::Shrinkable<reference::Case> failing, std::string message, int index,
-                      int budget) {
+                      rc::Shrinkable<reference::Case> failing, Judgement failure,
+                      Observations observed, int index, int budget) {
   Counterexample cx;
   cx.case_index = index;
   cx.original = failing.value();
+  std::string message = std::move(failure.message);
+  std::vector<std::string> suspects = std::move(failure.suspects);
   bool progressed = true;
   while (progressed && budget > 0) {
     progressed = false;
     auto shrinks = failing.shrinks();
     while (auto candidate = shrinks.next()) {
       if (--budget < 0) break;
-      Observations ignored;
+      Observations seen;
       Judgement j;
       try {
-        j = evaluate(p, impl, candidate->value(), ignored);
+        j = evaluate(p, impl, candidate->value(), seen);
       } catch (const ImplementationFault& f) {
         // Keep the smallest failure found so far; the fault is reported beside it.
         cx.fault_while_shrinking = f.what();
         budget = 0;
         break;
       }
-      if (j.kind == Judgement::Kind::fail) {
+      if (j.kind == Judgement::Kind::fail && keeps_suspects_apart(suspects, j.suspects)) {
         failing = std::move(*candidate);
         message = std::move(j.message);
+        suspects = std::move(j.suspects);
+        observed = std::move(seen);
         ++cx.shrink_steps;
         progressed = true;
         break;
@@ -55,6 +59,8 @@ Counterexample shrink(const Property& p, Implementation& impl,
   }
   cx.shrunk = failing.value();
   cx.message = std::move(message);
+  cx.suspects = std::move(suspects);
+  cx.observations = std::move(observed);
   return cx;
 }
 
@@ -72,6 +78,12 @@ rc::Shrinkable<reference::Case> draw_for_run(const Property& property, const Cas
 }
 
 }  // namespace
+
+bool keeps_suspects_apart(const std::vector<std::string>& current,
+                          const std::vector<std::string>& candidate) {
+  if (current.empty()) return true;
+  return !candidate.empty() && candidate.size() <= current.size();
+}
 
 CaseSpace case_space(const Declaration& declaration, const RunOptions& options) {
   CaseSpace space;
@@ -135,6 +147,13 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       const Judgement& j = judgements[i];
       if (j.kind == Judgement::Kind::discard) {
         ++report.discarded;
+        auto& reasons = report.discard_reasons;
+        auto known = std::find_if(reasons.begin(), reasons.end(),
+                                  [&](const auto& r) { return r.first == j.message; });
+        if (known == reasons.end())
+          reasons.emplace_back(j.message, 1);
+        else
+          ++known->second;
         continue;
       }
       report.observations.merge(obs[i]);
@@ -143,7 +162,7 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       if (j.kind == Judgement::Kind::fail) {
         report.passed = false;
         report.counterexample =
-            shrink(property, impl, drawn[i], j.message, index, options.shrink_budget);
+            shrink(property, impl, drawn[i], j, obs[i], index, options.shrink_budget);
         if (report.counterexample->fault_while_shrinking) {
           report.fault = "while shrinking: " + *report.counterexample->fault_while_shrinking;
           report.broke = true;

@@ -1,12 +1,16 @@
 #pragma once
 /// \file
 /// Naming the known bug class a wrong result points to, from the numbers alone: a factor
-/// of 2, N, K or num_shards in the gradient or the loss, a learning rate applied twice, a
-/// flipped sign, a missing update, a reshape where a transpose belongs, rows or input
-/// columns left out past a tile boundary.
+/// of 2, N, K, N*K or num_shards in the gradient or the loss, a learning rate applied
+/// twice, a flipped sign, a missing update, a reshape where a transpose belongs, rows or
+/// input columns left out past a tile boundary, gradients scaled as clipping scales them,
+/// weight decay in the reported gradient or by the other convention, a momentum-like
+/// update of a plain-SGD case; and, between two answers to the same case, state carried
+/// from one call to the next (gradients accumulated, a per-call factor, optimizer state).
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/expectation.hpp"
@@ -14,10 +18,27 @@
 
 namespace sgdc::properties {
 
-/// A sentence naming the bug classes whose prediction matches `r` (within a relative
-/// 10^-3 of each group of outputs, where the correct values do not), or nothing when none
-/// does. `e` is the oracle's expectation for `c`. The inputs must be finite.
+/// Every bug class whose prediction matches `r` (within a relative 10^-3 of each group of
+/// outputs, where the correct values do not), in the order the groups are tested
+/// (gradients, loss, update); empty when none does. `e` is the oracle's expectation for
+/// `c`. The inputs must be finite.
+std::vector<std::string> suspected_bugs(const reference::Case& c, const reference::StepResult& r,
+                                        const reference::Expectation& e);
+
+/// The classes of suspected_bugs joined into one sentence ("A; or B"), or nothing.
 std::optional<std::string> suspected_bug(const reference::Case& c, const reference::StepResult& r,
                                          const reference::Expectation& e);
+
+/// The bug classes that two different answers to the same case `c`, `first` then
+/// `second` (stepped back to back), point to: gradients accumulated across calls (a
+/// missing zero_grad), a factor applied once more per call, state carried from the
+/// first call into the second, or rounding alone (an order that changes between calls).
+std::vector<std::string> suspected_between_calls(const reference::Case& c,
+                                                 const reference::StepResult& first,
+                                                 const reference::StepResult& second,
+                                                 const reference::Expectation& e);
+
+/// Suspects joined as one sentence: "A; or B".
+std::string join_suspects(const std::vector<std::string>& suspects);
 
 }  // namespace sgdc::properties

@@ -41,12 +41,17 @@ struct Judgement {
   Kind kind = Kind::pass;
   std::string message;  ///< for fail: everything needed to understand it; for discard: why
   std::vector<reference::Case> more;
+  /// For fail: the bug classes the numbers point to (diagnosis.hpp), as the message names
+  /// them. Shrinking keeps a case that tells them apart (runner.hpp).
+  std::vector<std::string> suspects;
 
   static Judgement pass() { return {}; }
-  static Judgement fail(std::string why) { return {Kind::fail, std::move(why), {}}; }
-  static Judgement discard(std::string why) { return {Kind::discard, std::move(why), {}}; }
+  static Judgement fail(std::string why, std::vector<std::string> suspects = {}) {
+    return {Kind::fail, std::move(why), {}, std::move(suspects)};
+  }
+  static Judgement discard(std::string why) { return {Kind::discard, std::move(why), {}, {}}; }
   static Judgement then(std::vector<reference::Case> steps) {
-    return {Kind::more, {}, std::move(steps)};
+    return {Kind::more, {}, std::move(steps), {}};
   }
 };
 

@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sgdc/properties/property.hpp"
 #include "sgdc/properties/shapes.hpp"
@@ -34,6 +36,11 @@ struct Counterexample {
   reference::Case original;
   reference::Case shrunk;
   std::string message;  ///< the property's verdict on the shrunk case
+  /// The bug classes the verdict on the shrunk case names (Judgement::suspects).
+  std::vector<std::string> suspects;
+  /// What the property measured on the shrunk case alone (its own worst err/bound, not
+  /// the run's).
+  Observations observations;
   int shrink_steps = 0;
   /// The implementation broke while shrinking: `shrunk` is the smallest failure before.
   std::optional<std::string> fault_while_shrinking;
@@ -45,6 +52,8 @@ struct PropertyReport {
   bool applicable = true;
   int cases = 0;      ///< cases that ran to a verdict
   int discarded = 0;  ///< generated cases the property could not use
+  /// Why cases were discarded: each reason with its count, in first-seen order.
+  std::vector<std::pair<std::string, int>> discard_reasons;
   bool passed = true;
   Observations observations;
   std::optional<Counterexample> counterexample;
@@ -58,6 +67,14 @@ struct PropertyReport {
 /// The space cases are drawn from for `declaration` under `options`: the declared counter,
 /// the declared most shards, and the run's shape pool.
 CaseSpace case_space(const Declaration& declaration, const RunOptions& options);
+
+/// Whether a failing shrink candidate, whose verdict names `candidate` suspects, may
+/// replace a failure naming `current`: not when it would name none where the current one
+/// names some, nor more than the current one (a smaller case where two bug classes
+/// predict the same numbers, e.g. N*K = K at N = 1, would merge what the larger one told
+/// apart). Shrinking then keeps the dimension that tells the suspects apart.
+bool keeps_suspects_apart(const std::vector<std::string>& current,
+                          const std::vector<std::string>& candidate);
 
 /// Runs `property` against `impl`. `progress`, when given, is called with the number of
 /// cases judged so far.

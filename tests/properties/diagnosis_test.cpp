@@ -1,0 +1,197 @@
+// Diagnosis: each bug class is named on a step that has the bug, and nothing is named on
+// one that does not; shrinking keeps the dimension that tells two suspects apart.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "sgdc/conformance/builtin/catalogue.hpp"
+#include "sgdc/properties/diagnosis.hpp"
+#include "sgdc/properties/property.hpp"
+#include "sgdc/properties/runner.hpp"
+#include "sgdc/reference/oracle.hpp"
+
+namespace sgdc::properties {
+namespace {
+
+std::unique_ptr<Implementation> builtin(const char* name) {
+  return conformance::builtin::make(conformance::builtin::find(name));
+}
+
+// The shrunk counterexample of `property` against the built-in `name` at `seed`.
+Counterexample counterexample(const char* name, const char* property, std::uint64_t seed = 1) {
+  auto impl = builtin(name);
+  RunOptions o;
+  o.seed = seed;
+  const PropertyReport r = run_property(find_property(property), *impl, o);
+  EXPECT_FALSE(r.passed) << name << " passed " << property;
+  return r.counterexample.value_or(Counterexample{});
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The first suspect of each mutant's failure names the class its catalogue entry says.
+struct Named {
+  const char* mutant;
+  const char* property;
+};
+class FirstSuspect : public testing::TestWithParam<Named> {};
+
+TEST_P(FirstSuspect, NamesTheMutantsClass) {
+  const Named& n = GetParam();
+  const auto& entry = conformance::builtin::find(n.mutant);
+  const Counterexample cx = counterexample(n.mutant, n.property);
+  ASSERT_FALSE(cx.suspects.empty()) << cx.message;
+  EXPECT_TRUE(contains(cx.suspects[0], entry.named_by)) << cx.suspects[0];
+  EXPECT_TRUE(contains(cx.message, "suspected: " + cx.suspects[0])) << cx.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NewClasses, FirstSuspect,
+    testing::Values(Named{"sum-not-mean", "accuracy"}, Named{"mean-over-batch", "accuracy"},
+                    Named{"clipped-gradients", "accuracy"},
+                    Named{"momentum-on-plain-sgd", "accuracy"}, Named{"decay-in-loss", "accuracy"},
+                    Named{"gradients-accumulate", "determinism"},
+                    Named{"nondeterministic", "determinism"},
+                    Named{"half-precision-grad", "accuracy"}),
+    [](const testing::TestParamInfo<Named>& i) {
+      std::string s = i.param.mutant;
+      for (char& ch : s)
+        if (ch == '-') ch = '_';
+      return s;
+    });
+
+TEST(Diagnosis, SumAndMeanOverTheBatchGetDifferentReports) {
+  const Counterexample sum = counterexample("sum-not-mean", "accuracy");
+  const Counterexample batch = counterexample("mean-over-batch", "accuracy");
+  ASSERT_FALSE(sum.suspects.empty());
+  ASSERT_FALSE(batch.suspects.empty());
+  EXPECT_NE(sum.suspects, batch.suspects);
+  for (const std::string& s : sum.suspects) EXPECT_FALSE(contains(s, "over the batch only")) << s;
+  for (const std::string& s : batch.suspects) EXPECT_FALSE(contains(s, "a sum where")) << s;
+  // Each shrunk case keeps N * K apart from K and from 2: neither merges with the other.
+  EXPECT_GT(sum.shrunk.n, 1);
+  EXPECT_GT(batch.shrunk.k, 2);
+}
+
+TEST(Diagnosis, NothingIsSuspectedOfACorrectStep) {
+  for (const char* name : {"float32", "sequential", "pairwise", "float64", "adam-torch"}) {
+    auto impl = builtin(name);
+    const Property& p = find_property("accuracy");
+    const CaseSpace space = case_space(impl->declaration(), RunOptions{});
+    for (int i = 0; i < 200; ++i) {
+      const reference::Case c = draw(p, space, 7, i).value();
+      const StepOutcome out = impl->step(c);
+      ASSERT_TRUE(out.result);
+      const auto suspects =
+          suspected_bugs(c, *out.result, reference::expect(c, impl->declaration().arithmetic));
+      EXPECT_TRUE(suspects.empty()) << name << " case " << i << ": " << join_suspects(suspects);
+    }
+  }
+}
+
+// Two answers to one case, built from the correct one: the second as each cross-call bug
+// makes it.
+class BetweenCalls : public testing::Test {
+ protected:
+  void SetUp() override {
+    c.n = 3, c.d = 2, c.k = 2;
+    c.kernel = {0.5f, -1.0f, 0.25f, 2.0f};
+    c.bias = {0.125f, -0.5f};
+    c.x = {1.0f, 2.0f, -1.0f, 0.5f, 3.0f, -2.0f};
+    c.y = {0.0f, 1.0f, 2.0f, -1.0f, 0.5f, 0.25f};
+    c.lr = 0.0625f;
+    e = reference::expect(c, {});
+    auto impl = builtin("float32");
+    first = *impl->step(c).result;
+  }
+  reference::StepResult with_grads(float factor, bool plus_one_more) const {
+    reference::StepResult r = first;
+    for (auto* g : {&r.grad_kernel, &r.grad_bias})
+      for (float& v : *g) v = plus_one_more ? 2.0f * v : factor * v;
+    for (std::size_t i = 0; i < r.kernel.size(); ++i)
+      r.kernel[i] = c.kernel[i] - c.lr * r.grad_kernel[i];
+    for (std::size_t i = 0; i < r.bias.size(); ++i) r.bias[i] = c.bias[i] - c.lr * r.grad_bias[i];
+    return r;
+  }
+  reference::Case c;
+  reference::Expectation e;
+  reference::StepResult first;
+};
+
+TEST_F(BetweenCalls, AccumulatedGradients) {
+  const auto s = suspected_between_calls(c, first, with_grads(1.0f, true), e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "gradients accumulate across calls")) << s[0];
+  EXPECT_TRUE(contains(s[0], "zero_grad")) << s[0];
+}
+
+TEST_F(BetweenCalls, AConstantFactorPerCall) {
+  const auto s = suspected_between_calls(c, first, with_grads(0.5f, false), e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "gradients differ by a constant factor between calls")) << s[0];
+}
+
+TEST_F(BetweenCalls, StateCarriedWithTheSameGradients) {
+  reference::StepResult second = first;
+  for (float& p : second.kernel) p -= 0.25f;
+  const auto s = suspected_between_calls(c, first, second, e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "state carried across calls")) << s[0];
+}
+
+TEST_F(BetweenCalls, RoundingAlone) {
+  reference::StepResult second = first;
+  second.grad_bias[0] = std::nextafter(second.grad_bias[0], 10.0f);
+  const auto s = suspected_between_calls(c, first, second, e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "rounding alone")) << s[0];
+}
+
+TEST(Shrinking, KeepsSuspectsApart) {
+  EXPECT_TRUE(keeps_suspects_apart({}, {}));
+  EXPECT_TRUE(keeps_suspects_apart({}, {"a", "b"}));
+  EXPECT_TRUE(keeps_suspects_apart({"a"}, {"b"}));
+  EXPECT_TRUE(keeps_suspects_apart({"a", "b"}, {"a"}));
+  EXPECT_FALSE(keeps_suspects_apart({"a"}, {"a", "b"}));  // would merge two classes
+  EXPECT_FALSE(keeps_suspects_apart({"a"}, {}));          // would lose the class
+}
+
+TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
+  // An update bug on normal numbers: out of bound, with accuracy's suspects, not a policy.
+  const Counterexample cx = counterexample("lr-twice", "special_values");
+  if (!contains(cx.message, "declared policy")) {
+    EXPECT_TRUE(contains(cx.message, "no subnormal or non-finite value involved")) << cx.message;
+    EXPECT_FALSE(cx.suspects.empty()) << cx.message;
+  }
+  // Flushing subnormals while declaring ieee is the policy's failure.
+  auto impl = builtin("float32");
+  reference::Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {0x1p-140f};
+  c.bias = {0.0f};
+  c.x = {1.0f};
+  c.y = {0.0f};
+  c.lr = 0.0f;
+  StepOutcome out = impl->step(c);
+  ASSERT_TRUE(out.result);
+  out.result->loss = {0.0f};
+  out.result->grad_kernel = {0.0f};
+  out.result->grad_bias = {0.0f};
+  Context ctx(impl->declaration());
+  Observations obs;
+  const Judgement j =
+      find_property("special_values").judge(ctx, c, std::span<const StepOutcome>(&out, 1), obs);
+  ASSERT_EQ(j.kind, Judgement::Kind::fail);
+  EXPECT_TRUE(contains(j.message, "the declared policy (subnormals: ieee)")) << j.message;
+}
+
+TEST(ShardInvariance, DriftBetweenCallsIsNotBlamedOnTheShardCount) {
+  const Counterexample cx = counterexample("nondeterministic", "shard_invariance");
+  EXPECT_TRUE(contains(cx.message, "the step is not deterministic")) << cx.message;
+  EXPECT_FALSE(contains(cx.message, "declare it")) << cx.message;
+}
+
+}  // namespace
+}  // namespace sgdc::properties
