@@ -1,6 +1,10 @@
 #include "sgdc/conformance/builtin/catalogue.hpp"
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
@@ -12,11 +16,12 @@ Entry variant(std::string name, std::string description, Recipe recipe, bool sha
   return {std::move(name), Kind::variant, std::move(description), recipe, sharded};
 }
 
-Entry mutant(std::string name, Bug bug, std::string description) {
+Entry mutant(std::string name, Bug bug, std::string description, std::string named_by = {}) {
   Recipe recipe;
   recipe.order = Order::sequential;
   recipe.bug = bug;
-  return {std::move(name), Kind::mutant, std::move(description), recipe, false};
+  return {std::move(name), Kind::mutant, std::move(description), recipe, false, {},
+          std::move(named_by)};
 }
 
 // A step whose products read their inputs in `format`, declared (a variant) or not (a mutant).
@@ -80,69 +85,92 @@ std::vector<Entry> make_catalogue() {
                              "float32; declares compute format bfloat16"));
   c.push_back(mutant("post-update-loss", Bug::post_update_loss,
                      "returns the loss re-evaluated after the update (logging the loss after "
-                     "optimizer.step())"));
+                     "optimizer.step())",
+                     "is the loss after the update"));
   c.push_back(mutant("mean-over-batch", Bug::mean_over_batch,
                      "divides by N, not N*K (a per-example sum of squares averaged over the "
-                     "batch, as reduction='sum' then /batch_size does)"));
+                     "batch, as reduction='sum' then /batch_size does)",
+                     "a mean over the batch only"));
   c.push_back(mutant("grad-times-shards", Bug::grad_times_shards,
                      "all-reduce SUM of gradients that each shard already averaged over the "
-                     "full batch (psum where pmean belongs)"));
+                     "full batch (psum where pmean belongs)",
+                     "per-shard means summed"));
   c.push_back(mutant("drop-remainder-rows", Bug::drop_remainder_rows,
                      "uses only floor(N/S)*S rows (a sampler with drop_last, or N // S rows "
-                     "per shard)"));
+                     "per shard)",
+                     "remainder rows"));
   c.push_back(mutant("mean-of-shard-means", Bug::mean_of_shard_means,
                      "averages per-shard means, which weights rows of small shards more "
-                     "when N % S != 0"));
+                     "when N % S != 0",
+                     "mean of per-shard means"));
   c.push_back(mutant("half-precision-grad", Bug::half_precision_grad,
-                     "gradients kept in float16 (a mixed-precision cast left in place)"));
+                     "gradients kept in float16 (a mixed-precision cast left in place)",
+                     "all float16 values"));
   c.push_back(mutant("reshape-not-transpose", Bug::reshape_not_transpose,
-                     "x.reshape(D, N) where x.T belongs (same shape, wrong elements)"));
-  c.push_back(mutant("wrong-sign", Bug::wrong_sign, "p + lr*g (gradient ascent)"));
+                     "x.reshape(D, N) where x.T belongs (same shape, wrong elements)",
+                     "x.reshape(D, N)"));
+  c.push_back(mutant("wrong-sign", Bug::wrong_sign, "p + lr*g (gradient ascent)",
+                     "wrong sign"));
   c.push_back(mutant("missing-factor-two", Bug::missing_factor_two,
-                     "gradient of r^2 taken as r (a hand-written derivative that drops the 2)"));
+                     "gradient of r^2 taken as r (a hand-written derivative that drops the 2)",
+                     "factor of 2 missing"));
   c.push_back(mutant("bias-not-updated", Bug::bias_not_updated,
-                     "bias left out of the optimizer's parameter list"));
+                     "bias left out of the optimizer's parameter list",
+                     "the bias's update is missing"));
   c.push_back(mutant("lr-twice", Bug::lr_twice,
-                     "learning rate applied by both a scaling transform and the update"));
+                     "learning rate applied by both a scaling transform and the update",
+                     "lr applied twice"));
   c.push_back(mutant("step-not-advanced", Bug::step_not_advanced,
                      "step counter returned unchanged (state not threaded back)"));
   c.push_back(mutant("nondeterministic", Bug::nondeterministic,
-                     "reduction order varies from call to call (atomics or thread races)"));
+                     "reduction order varies from call to call (atomics or thread races)",
+                     "differ by rounding alone"));
   c.push_back(mutant("skip-tiny-updates", Bug::skip_tiny_updates,
                      "skips updates smaller than 1e-6 of the parameter (an 'optimisation' or "
-                     "an epsilon test)"));
+                     "an epsilon test)",
+                     "update is missing"));
   c.push_back(mutant("unbiased-mean", Bug::unbiased_mean,
-                     "divides by N*K - 1 (an unbiased-variance habit)"));
+                     "divides by N*K - 1 (an unbiased-variance habit)",
+                     "N*K - 1"));
   c.push_back(
       mutant("rows-past-16-dropped", Bug::rows_past_16_dropped,
-             "a kernel that reads only the first 16 batch rows (a remainder loop never run)"));
+             "a kernel that reads only the first 16 batch rows (a remainder loop never run)",
+                     "rows past the 16th"));
   c.push_back(mutant("chunked-mean-32", Bug::chunked_mean_32,
                      "gradient accumulation over chunks of 32 rows, each chunk's mean weighted "
-                     "equally (wrong when the last chunk is short)"));
+                     "equally (wrong when the last chunk is short)",
+                     "chunks of 32 rows"));
   c.push_back(mutant("columns-past-8-dropped", Bug::columns_past_8_dropped,
                      "input columns past the last multiple of 8 left out when D > 8 (a vector "
-                     "loop without its tail)"));
+                     "loop without its tail)",
+                     "columns past the 8th"));
   c.push_back(mutant("float32-counter", Bug::float32_counter,
                      "step counter kept in float32: it stops advancing at 2^24"));
   c.push_back(mutant("int32-counter", Bug::int32_counter,
                      "step counter kept in a signed 32-bit integer: it wraps at 2^31"));
   c.push_back(mutant("fresh-buffer-every-step", Bug::fresh_buffer_every_step,
-                     "the momentum buffer started afresh at every step (state not threaded back)"));
+                     "the momentum buffer started afresh at every step (state not threaded back)",
+                     "state started afresh"));
   c.push_back(mutant("dampening-on-first-step", Bug::dampening_on_first_step,
-                     "a fresh buffer dampened, (1 - dampening) g, where the first step keeps g"));
+                     "a fresh buffer dampened, (1 - dampening) g, where the first step keeps g",
+                     "dampened first buffer"));
   c.push_back(mutant("nesterov-without-lookahead", Bug::nesterov_without_lookahead,
-                     "Nesterov's direction g + mu buf from the buffer before the step, not after"));
+                     "Nesterov's direction g + mu buf from the buffer before the step, not after",
+                     "from the buffer before the step"));
   c.push_back(mutant("decay-convention-swapped", Bug::decay_convention_swapped,
-                     "weight decay coupled where it is declared decoupled, and back"));
+                     "weight decay coupled where it is declared decoupled, and back",
+                     "where the case's"));
   c.push_back(mutant("buffer-shared", Bug::buffer_shared,
                      "the bias's momentum buffer read from the kernel's (one buffer for two "
                      "parameters)"));
   c.push_back(mutant("adam-bias-correction-off-by-one", Bug::adam_bias_correction_off_by_one,
                      "Adam's bias correction 1 - b^t with t the counter before the step, not "
-                     "after (the increment placed after its use)"));
+                     "after (the increment placed after its use)",
+                     "t = step, not step + 1"));
   c.push_back(mutant("adam-eps-inside", Bug::adam_eps_inside,
                      "eps inside the square root, sqrt(vh + eps), where the declaration puts it "
-                     "outside"));
+                     "outside",
+                     "eps inside the square root"));
   c.push_back(mutant("adam-b2-on-gradient", Bug::adam_b2_on_gradient,
                      "the second moment averages the gradient, not its square"));
   c.push_back(mutant("adam-decay-in-moment", Bug::adam_decay_in_moment,
@@ -152,6 +180,26 @@ std::vector<Entry> make_catalogue() {
                      "declaring it"));
   c.push_back(mutant("adam-state-not-advanced", Bug::adam_state_not_advanced,
                      "the moments returned as they came in (state not threaded back)"));
+  c.push_back(mutant("sum-not-mean", Bug::sum_not_mean,
+                     "loss and gradients summed over the N*K elements (reduction='sum' where the "
+                     "mean belongs)",
+                     "a sum where the mean belongs"));
+  c.push_back(mutant("clipped-gradients", Bug::clipped_gradients,
+                     "gradients clipped to a global norm of 1 (clip_grad_norm_(max_norm=1.0) left "
+                     "in a step that declares no clipping)",
+                     "clipping to a global norm"));
+  c.push_back(mutant("momentum-on-plain-sgd", Bug::momentum_on_plain_sgd,
+                     "a plain-SGD case stepped as Nesterov momentum 0.9's first step, (1 + mu) g "
+                     "(an optimizer built with the training script's momentum)",
+                     "looks like momentum"));
+  c.push_back(mutant("decay-in-loss", Bug::decay_in_loss,
+                     "weight decay also as L2 regularisation in the loss: the reported gradient "
+                     "carries wd * p, and the optimizer decays once more",
+                     "L2 regularisation in the loss"));
+  c.push_back(mutant("gradients-accumulate", Bug::gradients_accumulate,
+                     "each plain-SGD step's gradient added to the one kept from the last call of "
+                     "the same shape (optimizer.zero_grad() missing from the training step)",
+                     "gradients accumulate across calls"));
   c.push_back(reduced_matmul("tf32-matmul-undeclared", reference::formats::tf32, false,
                              "TF32 products (torch.backends.cuda.matmul.allow_tf32 left on) "
                              "declared as float32"));
@@ -178,12 +226,36 @@ class Builtin final : public properties::Implementation {
   }
   const properties::Declaration& declaration() const override { return declaration_; }
   properties::StepOutcome step(const reference::Case& c) override {
-    return {float32_step(c, entry_.recipe), {}};
+    reference::StepResult r = float32_step(c, entry_.recipe);
+    if (entry_.recipe.bug == Bug::gradients_accumulate &&
+        c.optimizer.kind == reference::Optimizer::Kind::sgd)
+      accumulate(c, r);
+    return {std::move(r), {}};
   }
 
  private:
+  // A .grad that is never zeroed: this call's gradient is added to what the last call of
+  // the same shape left, and the update uses the sum.
+  void accumulate(const reference::Case& c, reference::StepResult& r) {
+    const std::lock_guard lock(mutex_);
+    auto& [kernel, bias] = grads_[{c.d, c.k}];
+    kernel.resize(r.grad_kernel.size(), 0.0f);
+    bias.resize(r.grad_bias.size(), 0.0f);
+    for (auto [kept, g, p, p_new] :
+         {std::tuple{&kernel, &r.grad_kernel, &c.kernel, &r.kernel},
+          std::tuple{&bias, &r.grad_bias, &c.bias, &r.bias}}) {
+      for (std::size_t i = 0; i < kept->size(); ++i) {
+        (*kept)[i] += (*g)[i];
+        (*g)[i] = (*kept)[i];
+        (*p_new)[i] = (*p)[i] - c.lr * (*kept)[i];
+      }
+    }
+  }
+
   const Entry& entry_;
   properties::Declaration declaration_;
+  std::mutex mutex_;
+  std::map<std::pair<int, int>, std::pair<std::vector<float>, std::vector<float>>> grads_;
 };
 
 }  // namespace

@@ -175,6 +175,28 @@ class LoopStep {
       for (T& g : total.grad_kernel) g *= T(c_.num_shards);
       for (T& g : total.grad_bias) g *= T(c_.num_shards);
     }
+    if (recipe_.bug == Bug::clipped_gradients) {
+      // torch.nn.utils.clip_grad_norm_(max_norm=1): the norm over every gradient, then
+      // max_norm / (norm + 1e-6), applied only when below 1; .grad holds the clipped values.
+      T squares(0);
+      for (T g : total.grad_kernel) squares += g * g;
+      for (T g : total.grad_bias) squares += g * g;
+      const T factor = T(1) / (std::sqrt(squares) + T(1e-6));
+      if (factor < T(1)) {
+        for (T& g : total.grad_kernel) g *= factor;
+        for (T& g : total.grad_bias) g *= factor;
+      }
+    }
+    if (recipe_.bug == Bug::decay_in_loss &&
+        c_.optimizer.kind != reference::Optimizer::Kind::sgd) {
+      // L2 regularisation in the loss: its gradient carries wd * p, and the optimizer
+      // decays once more.
+      const T wd = T(c_.optimizer.weight_decay);
+      for (std::size_t i = 0; i < total.grad_kernel.size(); ++i)
+        total.grad_kernel[i] += wd * T(c_.kernel[i]);
+      for (std::size_t i = 0; i < total.grad_bias.size(); ++i)
+        total.grad_bias[i] += wd * T(c_.bias[i]);
+    }
     if (recipe_.bug == Bug::half_precision_grad) {
       for (T& g : total.grad_kernel) g = T(static_cast<float>(static_cast<_Float16>(g)));
       for (T& g : total.grad_bias) g = T(static_cast<float>(static_cast<_Float16>(g)));
@@ -218,6 +240,7 @@ class LoopStep {
   T count(int rows) const {
     const int elements = rows * c_.k;
     if (recipe_.bug == Bug::mean_over_batch) return T(rows);
+    if (recipe_.bug == Bug::sum_not_mean) return T(1);
     if (recipe_.bug == Bug::unbiased_mean) return T(elements - 1);
     return T(elements);
   }
@@ -331,6 +354,10 @@ class LoopStep {
       const T old = T(p[e]);
       T step = lr * g[e];
       if (recipe_.bug == Bug::lr_twice) step = lr * step;
+      // Nesterov's first step, buf = g and d = g + mu buf, with mu = 0.9, on a plain-SGD case.
+      if (recipe_.bug == Bug::momentum_on_plain_sgd &&
+          c_.optimizer.kind == reference::Optimizer::Kind::sgd)
+        step = lr * (T(g[e]) + T(0.9f) * T(g[e]));
       T next;
       if (frozen ||
           (recipe_.bug == Bug::skip_tiny_updates && std::abs(step) < T(1e-6) * std::abs(old))) {

@@ -17,7 +17,86 @@ struct MutantsArgs {
   int cases = 100;
   std::vector<std::uint64_t> seeds = {1, 2, 3, 4};
   bool markdown = false;
+  bool suspects = false;
 };
+
+// Where a report names the mutant's class: the first suspect of a failing property, or
+// its own verdict ("first"), a later suspect ("among"), or nowhere ("not named").
+struct Naming {
+  std::string cell;
+  std::string line;  // the first failing property's suspected line, or its verdict's head
+};
+
+Naming naming(const builtin::Entry& e, const conformance::SuiteReport& report) {
+  Naming out{"not named", ""};
+  if (e.named_by.empty()) out.cell = "no class";
+  bool first = false, among = false;
+  std::string first_where, among_where;
+  for (const conformance::PropertyOutcome& o : report.properties) {
+    const auto& cx = o.report.counterexample;
+    if (!cx) continue;
+    const std::string& m = cx->message;
+    if (out.line.empty())
+      out.line = fmt::format("{}: {}", o.report.property,
+                             cx->suspects.empty() ? m.substr(0, m.find('\n'))
+                                                  : "suspected: " + cx->suspects[0] +
+                                                        (cx->suspects.size() > 1 ? " (...)" : ""));
+    if (e.named_by.empty()) continue;
+    auto names = [&](const std::string& s) { return s.find(e.named_by) != std::string::npos; };
+    const std::string head = m.substr(0, m.find("\n  suspected: "));
+    if (!first && ((!cx->suspects.empty() && names(cx->suspects[0])) || names(head))) {
+      first = true;
+      first_where = o.report.property;
+    }
+    for (std::size_t i = 1; i < cx->suspects.size() && !among; ++i)
+      if (names(cx->suspects[i])) {
+        among = true;
+        among_where = o.report.property;
+      }
+  }
+  if (first)
+    out.cell = "first (" + first_where + ")";
+  else if (among)
+    out.cell = "among (" + among_where + ")";
+  for (char& ch : out.line)
+    if (ch == '|') ch = '/';
+  return out;
+}
+
+// The table of where each mutant's class is named, seed by seed (docs/reports.md).
+int run_suspects(const MutantsArgs& a) {
+  std::string header = "| mutant |";
+  std::string rule = "|---|";
+  for (std::uint64_t seed : a.seeds) {
+    header += fmt::format(" seed {} |", seed);
+    rule += "---|";
+  }
+  fmt::print("{} what seed {} reports first |\n{}---|\n", header, a.seeds.front(), rule);
+  int first_everywhere = 0, mutants = 0;
+  for (const builtin::Entry& e : builtin::catalogue()) {
+    if (e.kind != builtin::Kind::mutant) continue;
+    ++mutants;
+    std::string row = "| " + e.name + " |";
+    std::string line;
+    bool all_first = !e.named_by.empty();
+    for (std::uint64_t seed : a.seeds) {
+      const auto impl = builtin::make(e);
+      conformance::SuiteOptions options;
+      options.run.cases = a.cases;
+      options.run.seed = seed;
+      const Naming n = naming(e, conformance::run_suite(*impl, options));
+      all_first = all_first && n.cell.starts_with("first");
+      row += " " + n.cell + " |";
+      if (line.empty()) line = n.line;
+    }
+    first_everywhere += all_first ? 1 : 0;
+    fmt::print("{} {} |\n", row, line.empty() ? "(no failure)" : line);
+    std::fflush(stdout);
+  }
+  fmt::print("\n{} of {} mutants have their class named first at every seed\n", first_everywhere,
+             mutants);
+  return 0;
+}
 
 // "12" (cases to kill), "-" (survived), "n/a".
 std::string cell(const conformance::PropertyOutcome& o) {
@@ -28,6 +107,7 @@ std::string cell(const conformance::PropertyOutcome& o) {
 }
 
 int run(const MutantsArgs& a) {
+  if (a.suspects) return run_suspects(a);
   std::vector<std::string> names;
   for (const properties::Property& p : properties::all_properties()) names.push_back(p.name);
   bool all_good = true;
@@ -82,6 +162,9 @@ void add_mutants(CLI::App& app, int& status) {
       ->capture_default_str();
   cmd->add_option("--seed", args->seeds, "Seeds (repeatable)")->capture_default_str();
   cmd->add_flag("--markdown", args->markdown, "Print Markdown tables");
+  cmd->add_flag("--suspects", args->suspects,
+                "Instead of the kill matrix: for each mutant and seed, whether a report names "
+                "its bug class first, among others, or not at all (a Markdown table)");
   cmd->callback([args, &status] { status = run(*args); });
 }
 

@@ -24,6 +24,10 @@ struct Entry {
   Recipe recipe;
   bool sharded = false;  ///< declares itself sharded (results may depend on num_shards)
   reference::ErrorModel arithmetic{};  ///< what it declares of its arithmetic
+  /// For mutants: words of the sentence that names the bug's class in a report (a
+  /// `suspected:` line, or the failing property's own verdict); empty where no report
+  /// names a class (`sgd-conformance mutants --suspects` tabulates both).
+  std::string named_by;
 };
 
 /// Every built-in, reference first, then variants, then mutants.

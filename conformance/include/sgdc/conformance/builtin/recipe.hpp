@@ -50,6 +50,11 @@ enum class Bug {
   adam_decay_in_moment,             ///< decoupled decay added to the first moment's gradient
   adam_moments_bfloat16,            ///< both moments kept in bfloat16, undeclared
   adam_state_not_advanced,          ///< the moments returned as they came in
+  sum_not_mean,                     ///< loss and gradients summed over the N*K elements
+  clipped_gradients,                ///< gradients clipped to a global norm of 1 (undeclared)
+  momentum_on_plain_sgd,            ///< a plain-SGD case stepped as Nesterov's first step
+  decay_in_loss,                    ///< weight decay also in the loss: in the reported gradient
+  gradients_accumulate,             ///< each plain-SGD gradient added to the last call's
 };
 
 /// How a built-in computes Adam's update (docs/error-model.md, section 14).
