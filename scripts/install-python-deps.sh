@@ -6,7 +6,8 @@
 # 1. python3 -m venv VENV_DIR (with `python3`, the default interpreter; on Debian the
 #    python3-venv package is installed when that fails for want of it).
 # 2. Pinned frameworks from PyPI, CPU only: NumPy, pytest, PyTorch, JAX/jaxlib, Flax,
-#    optax (the newest releases that support Python 3.11).
+#    optax (the newest releases that support Python 3.11), and jsonschema (the tests
+#    validate every JSON report against docs/report.schema.json).
 # 3. The adapter kit itself (pip install ./conformance/python, distribution
 #    sgd-conformance-kit, import name sgdc_adapter), reinstalled whenever its sources
 #    change (a hash of conformance/python/src and pyproject.toml is kept in the venv).
@@ -21,6 +22,7 @@ TORCH_VERSION=2.13.0
 JAX_VERSION=0.10.2
 FLAX_VERSION=0.12.8
 OPTAX_VERSION=0.2.8
+JSONSCHEMA_VERSION=4.26.0
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${1:-$repo_root/.venv}"
@@ -56,13 +58,14 @@ venv_part() {
 frameworks_part() {
   local want="numpy==$NUMPY_VERSION pytest==$PYTEST_VERSION torch==$TORCH_VERSION"
   want+=" jax==$JAX_VERSION jaxlib==$JAX_VERSION flax==$FLAX_VERSION optax==$OPTAX_VERSION"
+  want+=" jsonschema==$JSONSCHEMA_VERSION"
   if [ "$(cat "$venv/.sgdc-requirements" 2>/dev/null)" = "$want" ]; then
     echo "install-python-deps: $venv already has $want" >&2
     return 0
   fi
   # shellcheck disable=SC2086  # one word per requirement
   "${pip[@]}" $want
-  "$python" -c 'import numpy, pytest, torch, jax, flax, optax
+  "$python" -c 'import numpy, pytest, torch, jax, flax, optax, jsonschema
 print("numpy", numpy.__version__, "pytest", pytest.__version__, "torch", torch.__version__,
       "jax", jax.__version__, "flax", flax.__version__, "optax", optax.__version__)'
   echo "$want" > "$venv/.sgdc-requirements"

@@ -88,7 +88,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                           {c.shard_layout, "shard_layout"}})
     if (on) caps.push_back(name);
   json j = {{"tool", "sgd-conformance"},
-            {"format_version", 1},
+            {"format_version", 2},
             {"implementation",
              {{"name", d.name},
               {"version", d.version},
@@ -128,6 +128,12 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                                       {"state_bytes", state},
                                       {"meaning", "storage, not peak memory"}};
     }
+    if (!p.discard_reasons.empty()) {
+      json reasons = json::array();
+      for (const auto& [reason, count] : p.discard_reasons)
+        reasons.push_back({{"reason", reason}, {"count", count}});
+      jp["discard_reasons"] = std::move(reasons);
+    }
     if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;
     if (p.fault) jp["fault"] = *p.fault;
@@ -138,6 +144,9 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                               {"original_shape", shape_of(cx.original)},
                               {"case", case_json(cx.shrunk)},
                               {"message", cx.message},
+                              {"summary", counterexample_summary(p.property, cx)},
+                              {"suspects", cx.suspects},
+                              {"worst", worst_json(cx.observations.overall())},
                               {"replay", replay(replay_prefix, r, p)}};
     }
     props.push_back(std::move(jp));
@@ -151,7 +160,7 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
   for (const PropertyOutcome& o : r.properties) {
     if (o.counts_as_failure())
       ++failures;
-    else if (o.verdict() != "pass" && o.verdict() != "XPASS")
+    else if (o.verdict() != "pass" && o.verdict() != "xpass")
       ++skipped;
   }
   const std::string suite = escape_xml("sgd-conformance: " + r.declaration.name);
@@ -167,17 +176,22 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
     os << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
                       escape_xml("sgd-conformance." + r.declaration.name), p.property, p.seconds);
     const std::string v = o.verdict();
-    if (v == "pass" || v == "XPASS") {
+    if (v == "pass" || v == "xpass") {
       os << "/>\n";
       continue;
     }
     os << ">\n";
     if (o.counts_as_failure()) {
-      std::string body = p.fault ? *p.fault + "\n" : "";
-      if (p.counterexample)
-        body += p.counterexample->message + "\nreplay: " + replay(replay_prefix, r, p);
-      os << fmt::format("      <failure message=\"{}\">{}</failure>\n",
-                        escape_xml(p.fault ? "fault" : "counterexample found"), escape_xml(body));
+      // The message sums the counterexample up in one line; the body carries what the
+      // text report prints under it (shrunk inputs, verdict, replay), after any fault.
+      std::string body = p.fault ? "fault: " + *p.fault + "\n" : "";
+      std::string message = p.fault ? "fault: " + *p.fault : "failed";
+      if (p.counterexample) {
+        message = counterexample_summary(p.property, *p.counterexample);
+        body += counterexample_body(*p.counterexample, replay(replay_prefix, r, p));
+      }
+      os << fmt::format("      <failure message=\"{}\">{}</failure>\n", escape_xml(message),
+                        escape_xml(body));
     } else {
       const std::string why = !o.skip_reason.empty()    ? "skip: " + o.skip_reason
                               : !o.xfail_reason.empty() ? "xfail: " + o.xfail_reason

@@ -12,11 +12,11 @@ bool PropertyOutcome::counts_as_failure() const {
 std::string PropertyOutcome::verdict() const {
   if (!skip_reason.empty()) return "skip";
   if (!report.applicable) return "n/a";
-  if (report.not_run) return "not run";
+  if (report.not_run) return "not_run";
   if (!xfail_reason.empty()) return "xfail";
-  if (report.fault) return "FAULT";
-  if (!report.passed) return "FAIL";
-  return xpass ? "XPASS" : "pass";
+  if (report.fault) return "fault";
+  if (!report.passed) return "fail";
+  return xpass ? "xpass" : "pass";
 }
 
 const char* to_string(SuiteVerdict v) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -13,6 +14,37 @@ namespace sgdc::conformance {
 
 std::string shape_of(const reference::Case& c) {
   return fmt::format("n={} d={} k={} num_shards={}", c.n, c.d, c.k, c.num_shards);
+}
+
+namespace {
+
+// The shrunk case's own worst error, labelled apart from the run's worst in the table;
+// only where the failure is one of the bound (a NaN or a rejection has no ratio to give).
+std::string shrunk_ratio(const properties::Counterexample& cx) {
+  const auto w = cx.observations.overall();
+  return w.seen && w.ratio > 1 ? fmt::format(" (err/bound (shrunk case) {:.3g})", w.ratio) : "";
+}
+
+}  // namespace
+
+std::string counterexample_summary(const std::string& property,
+                                   const properties::Counterexample& cx) {
+  // The verdict's first line; when it introduces a list ("...:"), the first item too.
+  const std::string& m = cx.message;
+  const std::size_t end = m.find('\n');
+  std::string first = m.substr(0, end);
+  if (end != std::string::npos && !first.empty() && first.back() == ':') {
+    const std::size_t next = m.find_first_not_of(' ', end + 1);
+    const std::size_t stop = m.find('\n', next);
+    if (next != std::string::npos) first += " " + m.substr(next, stop - next);
+  }
+  return fmt::format("{}: {}: {}{}", property, shape_of(cx.shrunk), first, shrunk_ratio(cx));
+}
+
+std::string counterexample_body(const properties::Counterexample& cx, const std::string& replay) {
+  std::ostringstream shown;
+  reference::showValue(cx.shrunk, shown);
+  return fmt::format("  inputs: {}\n  {}\n  replay: {}\n", shown.str(), cx.message, replay);
 }
 
 std::string describe(const properties::Declaration& d) {
@@ -72,6 +104,20 @@ void write_shard_storage(std::ostream& os, const properties::Observations::Shard
              "buffers come on top (`storage` estimates the same)\n");
 }
 
+}  // namespace
+
+std::string verdict_label(const std::string& verdict) {
+  if (verdict == "fail" || verdict == "fault" || verdict == "xpass") {
+    std::string upper = verdict;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return upper;
+  }
+  if (verdict == "not_run") return "not run";
+  return verdict;
+}
+
+namespace {
+
 const char* verdict_line(SuiteVerdict v) {
   switch (v) {
     case SuiteVerdict::conformant:
@@ -89,14 +135,27 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
   fmt::print(os, "implementation: {} ({})\n", r.declaration.name, describe(r.declaration));
   fmt::print(os, "seed {}, {} cases per property\n\n", r.options.run.seed,
              r.options.run.only_case ? 1 : r.options.run.cases);
-  fmt::print(os, "{:<18} {:>6} {:>8}  {:>15} {:>10} {:>8}\n", "property", "cases", "verdict",
-             "worst err/bound", "worst ULP", "time");
+  fmt::print(os, "{:<18} {:>6} {:>8}  {:>21} {:>15} {:>8}\n", "property", "cases", "verdict",
+             "worst err/bound (run)", "worst ULP (run)", "time");
   for (const PropertyOutcome& o : r.properties) {
     const properties::PropertyReport& p = o.report;
     const auto w = p.observations.overall();
-    fmt::print(os, "{:<18} {:>6} {:>8}  {:>15} {:>10} {:>7.2f}s\n", p.property, p.cases,
-               o.verdict(), w.seen ? fmt::format("{:.3g}", w.ratio) : "-",
+    fmt::print(os, "{:<18} {:>6} {:>8}  {:>21} {:>15} {:>7.2f}s\n", p.property, p.cases,
+               verdict_label(o.verdict()), w.seen ? fmt::format("{:.3g}", w.ratio) : "-",
                w.ulps ? std::to_string(*w.ulps) : "-", p.seconds);
+  }
+  // Properties judged on fewer cases than drawn: why the others were left out.
+  bool discards = false;
+  for (const PropertyOutcome& o : r.properties) {
+    const properties::PropertyReport& p = o.report;
+    if (p.discarded == 0) continue;
+    if (!discards) fmt::print(os, "\n");
+    discards = true;
+    std::string why;
+    for (const auto& [reason, count] : p.discard_reasons)
+      why += fmt::format("{}{} {}", why.empty() ? "" : "; ", count, reason);
+    fmt::print(os, "{}: judged on {} of {} drawn cases, {} discarded ({})\n", p.property, p.cases,
+               p.cases + p.discarded, p.discarded, why);
   }
   for (const PropertyOutcome& o : r.properties) {
     if (const auto& s = o.report.observations.shard_storage)
@@ -115,14 +174,11 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
     if (p.fault) fmt::print(os, "\nFAULT in {}: {}\n", p.property, *p.fault);
     if (!p.counterexample) continue;
     const properties::Counterexample& cx = *p.counterexample;
-    std::ostringstream shown;
-    reference::showValue(cx.shrunk, shown);
-    fmt::print(os,
-               "\n{} {}: case {} ({}) shrunk in {} steps to {}\n  inputs: {}\n  {}\n"
-               "  replay: {}\n",
-               o.verdict(), p.property, cx.case_index, shape_of(cx.original), cx.shrink_steps,
-               shape_of(cx.shrunk), shown.str(), cx.message,
-               replay_line(replay_prefix, r.options.run, p.property, cx.case_index));
+    fmt::print(os, "\n{} {}: case {} ({}) shrunk in {} steps to {}{}\n{}", verdict_label(o.verdict()),
+               p.property, cx.case_index, shape_of(cx.original), cx.shrink_steps,
+               shape_of(cx.shrunk), shrunk_ratio(cx),
+               counterexample_body(
+                   cx, replay_line(replay_prefix, r.options.run, p.property, cx.case_index)));
   }
   fmt::print(os, "\n{}: {} in {:.1f} s\n", verdict_line(r.verdict), r.declaration.name, r.seconds);
 }

@@ -88,7 +88,7 @@ fault = props.get("shard_invariance", {}).get("fault", "")
 check("crash: fault names case and status", "exited with status 1" in fault
       and "crashing on case 151" in fault, fault)
 check("crash: later properties not run",
-      props.get("determinism", {}).get("verdict") == "not run", json.dumps(props.get("determinism")))
+      props.get("determinism", {}).get("verdict") == "not_run", json.dumps(props.get("determinism")))
 
 # The JUnit report of a run with a fault is well-formed and names the failing property.
 with tempfile.TemporaryDirectory() as tmp:
@@ -131,7 +131,7 @@ p, t, data = run("reject")
 check("reject: exit 1", p.returncode == 1, f"exit {p.returncode}")
 check("reject: counterexample, not fault",
       data and all("fault" not in q and "rejected a" in q["counterexample"]["message"]
-                   for q in data["properties"] if q["verdict"] == "FAIL"), p.stdout[-400:])
+                   for q in data["properties"] if q["verdict"] == "fail"), p.stdout[-400:])
 
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")

@@ -85,7 +85,7 @@ TEST(ExpectationsFile, SkipAndXpassAreReported) {
       write_temp("skip determinism  # slow here\nxfail accuracy  # thought broken\n"));
   const SuiteReport r = run_suite(*impl, options);
   ASSERT_EQ(r.properties.size(), 2u);
-  EXPECT_EQ(r.properties[0].verdict(), "XPASS");
+  EXPECT_EQ(r.properties[0].verdict(), "xpass");
   EXPECT_EQ(r.properties[1].verdict(), "skip");
   EXPECT_EQ(r.properties[1].report.cases, 0);
   EXPECT_EQ(r.verdict, SuiteVerdict::conformant);

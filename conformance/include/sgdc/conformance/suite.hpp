@@ -33,7 +33,9 @@ struct PropertyOutcome {
 
   /// Counts against conformance: failed (or broke) and not expected to.
   bool counts_as_failure() const;
-  /// "pass", "FAIL", "FAULT", "xfail", "XPASS", "skip", "n/a" or "not run".
+  /// The property's verdict in the reports' one vocabulary (docs/report.schema.json):
+  /// "pass", "fail", "fault", "xfail", "xpass", "skip", "n/a" or "not_run". The text
+  /// report shows it as text_report.hpp's verdict_label says.
   std::string verdict() const;
 };
 
