@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <vector>
 
 #include "run_options.hpp"
@@ -18,6 +19,8 @@
 #include "sgdc/conformance/regression/fixture_json.hpp"
 #include "sgdc/conformance/regression/generate.hpp"
 #include "sgdc/conformance/regression/replay.hpp"
+#include "sgdc/properties/diagnosis.hpp"
+#include "sgdc/reference/oracle.hpp"
 #include "subcommands.hpp"
 
 namespace sgdc::conformance::cli {
@@ -52,8 +55,13 @@ int generate(GenerateArgs& a) {
       if (a.k > 0) a.options.k = a.k;
       list = regression::generate_fixtures(a.options);
     }
-    for (const auto& f : list) regression::write_fixture(f, a.out);
-    fmt::print("wrote {} fixtures to {}\n", list.size(), a.out);
+    std::string names;
+    for (const auto& f : list) {
+      regression::write_fixture(f, a.out);
+      names += (names.empty() ? "" : ", ") + f.name;
+    }
+    fmt::print("wrote {} {}fixtures to {}{}\n", list.size(), a.canonical ? "canonical " : "", a.out,
+               names.empty() ? "" : ": " + names);
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "sgd-conformance: fixtures generate: {}\n", e.what());
@@ -118,17 +126,39 @@ int check(const CheckArgs& a) {
     return could_not_test_status;
   }
   int passed = 0, failed = 0, faults = 0, not_run = 0;
-  auto report = [&](const std::string& path, const regression::ReplayOutcome& r) {
+  const properties::Declaration declaration = impl->declaration();
+  // As `run` reports a counterexample: the first failing elements, the bug class the
+  // numbers point to, and the inputs; with -q one line per failing fixture.
+  auto report = [&](const std::string& path, const regression::Fixture& f,
+                    const properties::StepOutcome& outcome, const regression::ReplayOutcome& r) {
     if (r.passed) {
       ++passed;
       if (!a.quiet) fmt::print("pass  {}\n", path);
-    } else {
-      ++failed;
-      fmt::print("FAIL  {}\n", path);
-      for (const auto& line : r.failures) fmt::print("      {}\n", line);
+      return;
     }
+    ++failed;
+    if (a.quiet) {
+      fmt::print("FAIL  {}: {}{}\n", path, r.failures.empty() ? "failed" : r.failures.front(),
+                 r.failures.size() > 1 ? fmt::format(" (and {} more)", r.failures.size() - 1) : "");
+      return;
+    }
+    fmt::print("FAIL  {}\n", path);
+    constexpr std::size_t listed = 5;
+    for (std::size_t i = 0; i < r.failures.size() && i < listed; ++i)
+      fmt::print("      {}\n", r.failures[i]);
+    if (r.failures.size() > listed) fmt::print("      ... and {} more\n", r.failures.size() - listed);
+    if (outcome.result && !reference::has_nonfinite_input(f.inputs)) {
+      const std::string suspects = properties::join_suspects(properties::suspected_bugs(
+          f.inputs, *outcome.result, reference::expect(f.inputs, declaration.arithmetic)));
+      if (!suspects.empty()) fmt::print("      suspected: {}\n", suspects);
+    }
+    std::ostringstream shown;
+    reference::showValue(f.inputs, shown);
+    std::string inputs = shown.str();
+    for (std::size_t at = 0; (at = inputs.find('\n', at)) != std::string::npos; at += 9)
+      inputs.replace(at, 1, "\n        ");
+    fmt::print("      inputs: {}\n", inputs);
   };
-  const properties::Declaration declaration = impl->declaration();
   // The fixtures' inputs go to the implementation a batch at a time.
   constexpr std::size_t batch = 8;
   for (std::size_t first = 0; first < good.size(); first += batch) {
@@ -162,7 +192,7 @@ int check(const CheckArgs& a) {
         ++faults;
         impl.reset();
       }
-      report(path, r);
+      report(path, f, outcomes[judged], r);
     }
   }
   fmt::print(
