@@ -1,5 +1,6 @@
-"""The FSDP2 adapter is really sharded: the collectives each rank runs in one step,
-counted by the profiler, and the part of the layer each rank holds.
+"""The FSDP2 adapter (the kit's FSDP2 harness with torch_fsdp2_step.py's pieces) is
+really sharded: the collectives each rank runs in one step, counted by the profiler,
+and the part of the layer each rank holds.
 
     conformance/python/run-adapter tests/conformance/sharded/test_torch_fsdp2_collectives.py
 
@@ -10,8 +11,8 @@ Per step, on every rank of S >= 2 (the adapter's fully_shard with
 reshard_after_forward=True): two all-gathers of the parameters (before the forward,
 and again before the backward), one reduce-scatter of the gradients, and one
 all-reduce, the loss the adapter reports. With one rank FSDP2 runs no collective of
-its own. The replicated_state mutant (HSDP on an (S, 1) mesh) gathers and scatters
-nothing: it all-reduces whole gradients.
+its own. The replicated_state mutant (no fully_shard, every rank the whole layer)
+gathers and scatters nothing: it all-reduces each whole gradient, then the loss.
 """
 
 from __future__ import annotations
@@ -50,8 +51,11 @@ sys.path.insert(0, os.path.abspath(ADAPTERS))  # the ranks import the adapter by
 import numpy as np  # noqa: E402
 
 import torch_fsdp2_step as fsdp2  # noqa: E402
+from sgdc_adapter._codec import Case  # noqa: E402
+from sgdc_adapter.torch._fsdp2 import Fsdp2Harness, RankFailure  # noqa: E402
 
 N, D, K = 7, 5, 3  # 7 rows do not split evenly over any S in 2..8 but 7
+WORLD = 8
 FSDP2_STEP = {"all_gather": 2, "reduce_scatter": 1, "all_reduce": 1}
 
 
@@ -69,13 +73,18 @@ def kinds(counts: dict[str, int], prefix: str) -> dict[str, int]:
     return out
 
 
-def job(n: int = N, d: int = D, k: int = K, seed: int = 0) -> dict[str, Any]:
+def case(shards: int, n: int = N, d: int = D, k: int = K, seed: int = 0) -> Case:
     rng = np.random.default_rng(seed)
-    return {"x": rng.standard_normal((n, d)).astype(np.float32),
-            "y": rng.standard_normal((n, k)).astype(np.float32),
-            "kernel": rng.standard_normal((d, k)).astype(np.float32),
-            "bias": rng.standard_normal(k).astype(np.float32), "lr": 0.1,
-            "count_collectives": True}
+    return Case(n=n, d=d, k=k, num_shards=shards, step=0, lr=np.float32(0.1),
+                kernel=rng.standard_normal((d, k)).astype(np.float32),
+                bias=rng.standard_normal(k).astype(np.float32),
+                x=rng.standard_normal((n, d)).astype(np.float32),
+                y=rng.standard_normal((n, k)).astype(np.float32))
+
+
+def local(answer: dict[str, Any], group: str, name: str) -> np.ndarray:
+    """One rank's own part of a parameter (group "params") or gradient ("grads")."""
+    return answer[group][name][0]
 
 
 def chunk_rows(rows: int, shards: int) -> list[int]:
@@ -85,23 +94,25 @@ def chunk_rows(rows: int, shards: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def ranks() -> Iterator[fsdp2.Ranks]:
-    world = fsdp2.Ranks(fsdp2.MAX_SHARDS)
+def ranks() -> Iterator[Fsdp2Harness]:
+    world = Fsdp2Harness(fsdp2.model_fn, fsdp2.parallelize_fn, world=WORLD)
+    world.start()
     yield world
-    world.stop()
+    world.close()
 
 
 @pytest.fixture(scope="module")
-def replicated() -> Iterator[fsdp2.Ranks]:
-    world = fsdp2.Ranks(4, mutant="replicated_state")
+def replicated() -> Iterator[Fsdp2Harness]:
+    world = Fsdp2Harness(fsdp2.model_fn, fsdp2.replicate, world=4)
+    world.start()
     yield world
-    world.stop()
+    world.close()
 
 
-@pytest.mark.parametrize("shards", range(2, fsdp2.MAX_SHARDS + 1))
-def test_each_rank_gathers_twice_scatters_and_reduces_once(ranks: fsdp2.Ranks,
+@pytest.mark.parametrize("shards", range(2, WORLD + 1))
+def test_each_rank_gathers_twice_scatters_and_reduces_once(ranks: Fsdp2Harness,
                                                             shards: int) -> None:
-    answers = ranks.run(job(), shards)
+    answers = ranks.run(case(shards), count_collectives=True)
     assert len(answers) == shards
     for rank, a in enumerate(answers):
         assert kinds(a["collectives"], "c10d::") == FSDP2_STEP, (rank, a["collectives"])
@@ -110,59 +121,59 @@ def test_each_rank_gathers_twice_scatters_and_reduces_once(ranks: fsdp2.Ranks,
             rank, a["collectives"])
 
 
-def test_one_rank_runs_only_the_loss_all_reduce(ranks: fsdp2.Ranks) -> None:
-    (a,) = ranks.run(job(), 1)
+def test_one_rank_runs_only_the_loss_all_reduce(ranks: Fsdp2Harness) -> None:
+    (a,) = ranks.run(case(1), count_collectives=True)
     assert kinds(a["collectives"], "c10d::") == {"all_reduce": 1}, a["collectives"]
 
 
 @pytest.mark.parametrize("k", [1, 3, 8, 13])
-def test_each_rank_holds_its_output_chunk(ranks: fsdp2.Ranks, k: int) -> None:
-    for shards in range(1, fsdp2.MAX_SHARDS + 1):
-        answers = ranks.run(job(k=k), shards)
+def test_each_rank_holds_its_output_chunk(ranks: Fsdp2Harness, k: int) -> None:
+    for shards in range(1, WORLD + 1):
+        answers = ranks.run(case(shards, k=k))
         rows = chunk_rows(k, shards)
-        assert [a["weight"].shape for a in answers] == [(r, D) for r in rows], shards
-        assert [a["bias"].shape for a in answers] == [(r,) for r in rows], shards
-        assert [a["grad_weight"].shape for a in answers] == [(r, D) for r in rows], shards
+        assert [local(a, "params", "weight").shape for a in answers] == [(r, D) for r in rows]
+        assert [local(a, "params", "bias").shape for a in answers] == [(r,) for r in rows]
+        assert [local(a, "grads", "weight").shape for a in answers] == [(r, D) for r in rows]
         assert {a["placements"] for a in answers} == {"(Shard(dim=0),)"}
 
 
-@pytest.mark.parametrize("shards", range(1, fsdp2.MAX_SHARDS + 1))
-def test_the_step_is_the_baseline(ranks: fsdp2.Ranks, shards: int) -> None:
-    j = job(seed=shards)
-    x, y, w, b = (j[key].astype(np.float64) for key in ("x", "y", "kernel", "bias"))
+@pytest.mark.parametrize("shards", range(1, WORLD + 1))
+def test_the_step_is_the_baseline(ranks: Fsdp2Harness, shards: int) -> None:
+    c = case(shards, seed=shards)
+    x, y, w, b = (v.astype(np.float64) for v in (c.x, c.y, c.kernel, c.bias))
     r = x @ w + b - y
     grad = 2 / r.size * x.T @ r
-    answers = ranks.run(j, shards)
-    kernel = np.concatenate([a["weight"] for a in answers]).T
-    grad_kernel = np.concatenate([a["grad_weight"] for a in answers]).T
+    answers = ranks.run(c)
+    kernel = np.concatenate([local(a, "params", "weight") for a in answers]).T
+    grad_kernel = np.concatenate([local(a, "grads", "weight") for a in answers]).T
     np.testing.assert_allclose(answers[0]["loss"], np.mean(r * r), rtol=1e-5)
     np.testing.assert_allclose(grad_kernel, grad, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(kernel, w - 0.1 * grad, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shards", [2, 4])
-def test_replicated_state_gathers_nothing(replicated: fsdp2.Ranks, shards: int) -> None:
-    answers = replicated.run(job(), shards)
+def test_replicated_state_gathers_nothing(replicated: Fsdp2Harness, shards: int) -> None:
+    answers = replicated.run(case(shards), count_collectives=True)
     for a in answers:
-        assert kinds(a["collectives"], "c10d::") == {"all_reduce": 2}, a["collectives"]
-        assert a["weight"].shape == (K, D)
+        assert kinds(a["collectives"], "c10d::") == {"all_reduce": 3}, a["collectives"]
+        assert local(a, "params", "weight").shape == (K, D)
 
 
-def test_a_failing_rank_is_named_and_the_world_restarts(ranks: fsdp2.Ranks) -> None:
-    bad = {**job(), "bias": np.zeros(K + 1, np.float32)}  # a bias that does not fit the layer
-    with pytest.raises(fsdp2.RankFailure, match=r"^rank \d: RuntimeError: "):
-        ranks.run(bad, 3)
-    assert not ranks.procs  # stopped: a failed collective leaves the groups unusable
-    assert len(ranks.run(job(), 3)) == 3  # started again
+def test_a_failing_rank_is_named_and_the_world_restarts(ranks: Fsdp2Harness) -> None:
+    bad = case(3)
+    bad.x = np.zeros((N, D + 1), np.float32)  # rows that do not fit the layer
+    with pytest.raises(RankFailure, match=r"^rank \d: RuntimeError: "):
+        ranks.run(bad)
+    assert not ranks.ranks.procs  # stopped: a failed collective leaves the groups unusable
+    assert len(ranks.run(case(3))) == 3  # started again
 
 
-def test_a_rank_that_dies_is_named_and_no_rank_is_left(ranks: fsdp2.Ranks) -> None:
-    ranks.run(job(), 4)
-    procs = list(ranks.procs)
+def test_a_rank_that_dies_is_named_and_no_rank_is_left(ranks: Fsdp2Harness) -> None:
+    ranks.run(case(4))
+    procs = list(ranks.ranks.procs)
     procs[2].kill()  # the other ranks would wait for it in their first collective
     procs[2].join(10)
-    with pytest.raises(fsdp2.RankFailure, match=r"^rank 2 died \(.*; exit code -9\)"):
-        ranks.run(job(), 4)
+    with pytest.raises(RankFailure, match=r"^rank 2 died \(.*; exit code -9\)"):
+        ranks.run(case(4))
     assert not any(p.is_alive() for p in procs)
-    assert len(ranks.run(job(), 4)) == 4
-
+    assert len(ranks.run(case(4))) == 4
