@@ -536,6 +536,33 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   return found;
 }
 
+std::vector<std::string> suspected_counter(std::int64_t before, std::optional<std::int64_t> after,
+                                           std::int64_t expected) {
+  std::vector<std::string> found;
+  if (!after || *after == expected) return found;
+  // Each candidate's counter after the step, as that storage would keep it. Where two
+  // match (a float32 counter at 2^31 also looks unchanged), the storage comes first: a
+  // counter that is simply not advanced shrinks to a small one, where only that matches.
+  const std::int64_t as_float32 =
+      static_cast<std::int64_t>(static_cast<float>(before) + 1.0f);
+  const std::int64_t as_int32 =
+      static_cast<std::int32_t>(static_cast<std::uint32_t>(before) + 1u);
+  const std::int64_t as_uint32 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(before) + 1u);
+  if (as_float32 != expected && *after == as_float32)
+    found.push_back("the counter advanced as a float32 does: the increment lost to rounding "
+                    "past 2^24 (a counter kept in float32)");
+  if (as_int32 != expected && *after == as_int32)
+    found.push_back("the counter wrapped as a signed 32-bit integer does past 2^31 - 1 (a "
+                    "counter kept in int32)");
+  if (as_uint32 != expected && *after == as_uint32)
+    found.push_back("the counter wrapped as an unsigned 32-bit integer does past 2^32 - 1 (a "
+                    "counter kept in uint32)");
+  if (*after == before)
+    found.push_back("the counter was not advanced: returned as it came in (state not threaded "
+                    "back?)");
+  return found;
+}
+
 std::string join_suspects(const std::vector<std::string>& suspects) {
   std::string out;
   for (const std::string& s : suspects) out += (out.empty() ? "" : "; or ") + s;

@@ -341,10 +341,16 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
     const reference::Counter& counter = ctx.declaration().counter;
     if (ctx.declaration().capabilities.step_counter &&
         r.result->step != reference::next_count(counter, c.step))
-      return Judgement::fail(
-          fmt::format("step {} of {}: step counter {} before, {} after; expected {}", t + 1, steps,
-                      c.step, r.result->step ? std::to_string(*r.result->step) : "none",
-                      reference::next_count(counter, c.step)));
+    {
+      const std::int64_t want = reference::next_count(counter, c.step);
+      // The message first: the suspects are moved into the judgement after.
+      std::vector<std::string> suspects = suspected_counter(c.step, r.result->step, want);
+      std::string message =
+          fmt::format("step {} of {}: step counter {} before, {} after; expected {}{}", t + 1,
+                      steps, c.step, r.result->step ? std::to_string(*r.result->step) : "none",
+                      want, suspected_line(suspects));
+      return Judgement::fail(std::move(message), std::move(suspects));
+    }
     // A run that overflowed cannot go on, nor one whose counter would pass the largest
     // value drawn (an undeclared end is not tested): what it did so far was right.
     const Case next = next_case(ctx.declaration(), c, *r.result);
@@ -385,12 +391,15 @@ Judgement step_counter(Context& ctx, const Case& c, std::span<const StepOutcome>
   const std::int64_t want = reference::next_count(counter, c.step);
   const auto step = r.result->step;
   if (step == want) return Judgement::pass();
-  return Judgement::fail(fmt::format(
-      "step counter {} before the update, {} after; expected {} (declared counter: {}, {})", c.step,
-      step ? std::to_string(*step) : "none", want, to_string(counter.type),
+  std::vector<std::string> suspects = suspected_counter(c.step, step, want);
+  std::string message = fmt::format(
+      "step counter {} before the update, {} after; expected {} (declared counter: {}, {}){}",
+      c.step, step ? std::to_string(*step) : "none", want, to_string(counter.type),
       counter.at_end == reference::CounterEnd::untested
           ? "its end not tested"
-          : fmt::format("which {}s at its end", to_string(counter.at_end))));
+          : fmt::format("which {}s at its end", to_string(counter.at_end)),
+      suspected_line(suspects));
+  return Judgement::fail(std::move(message), std::move(suspects));
 }
 
 // --- zero_lr --------------------------------------------------------------------------

@@ -54,7 +54,10 @@ INSTANTIATE_TEST_SUITE_P(
                     Named{"momentum-on-plain-sgd", "accuracy"}, Named{"decay-in-loss", "accuracy"},
                     Named{"gradients-accumulate", "determinism"},
                     Named{"nondeterministic", "determinism"},
-                    Named{"half-precision-grad", "accuracy"}),
+                    Named{"half-precision-grad", "accuracy"},
+                    Named{"step-not-advanced", "step_counter"},
+                    Named{"float32-counter", "step_counter"},
+                    Named{"int32-counter", "step_counter"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
       for (char& ch : s)
@@ -162,7 +165,7 @@ TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
   // An update bug on normal numbers: out of bound, with accuracy's suspects, not a policy.
   const Counterexample cx = counterexample("lr-twice", "special_values");
   if (!contains(cx.message, "declared policy")) {
-    EXPECT_TRUE(contains(cx.message, "no subnormal or non-finite value involved")) << cx.message;
+    EXPECT_TRUE(contains(cx.message, "from finite inputs where no subnormal is involved")) << cx.message;
     EXPECT_FALSE(cx.suspects.empty()) << cx.message;
   }
   // Flushing subnormals while declaring ieee is the policy's failure.
@@ -185,6 +188,21 @@ TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
       find_property("special_values").judge(ctx, c, std::span<const StepOutcome>(&out, 1), obs);
   ASSERT_EQ(j.kind, Judgement::Kind::fail);
   EXPECT_TRUE(contains(j.message, "the declared policy (subnormals: ieee)")) << j.message;
+}
+
+// Each storage names its own wrong counter and no other; a right counter names nothing.
+TEST(Diagnosis, CounterClasses) {
+  auto only = [](std::int64_t before, std::int64_t after, std::int64_t want) {
+    const auto s = suspected_counter(before, after, want);
+    return s.size() == 1 ? s[0] : join_suspects(s);
+  };
+  EXPECT_TRUE(contains(only(5, 5, 6), "not advanced"));
+  EXPECT_TRUE(contains(only(16777217, 16777216, 16777218), "float32"));
+  EXPECT_TRUE(contains(only(2147483647, -2147483648LL, 2147483648LL), "signed 32-bit"));
+  EXPECT_TRUE(contains(only(4294967295LL, 0, 4294967296LL), "unsigned 32-bit"));
+  EXPECT_TRUE(suspected_counter(5, 6, 6).empty());
+  EXPECT_TRUE(suspected_counter(5, 8, 6).empty());  // no storage makes 8 of 5
+  EXPECT_TRUE(suspected_counter(5, std::nullopt, 6).empty());
 }
 
 TEST(ShardInvariance, DriftBetweenCallsIsNotBlamedOnTheShardCount) {

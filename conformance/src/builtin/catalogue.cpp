@@ -121,7 +121,8 @@ std::vector<Entry> make_catalogue() {
                      "learning rate applied by both a scaling transform and the update",
                      "lr applied twice"));
   c.push_back(mutant("step-not-advanced", Bug::step_not_advanced,
-                     "step counter returned unchanged (state not threaded back)"));
+                     "step counter returned unchanged (state not threaded back)",
+                     "counter was not advanced"));
   c.push_back(mutant("nondeterministic", Bug::nondeterministic,
                      "reduction order varies from call to call (atomics or thread races)",
                      "differ by rounding alone"));
@@ -145,9 +146,11 @@ std::vector<Entry> make_catalogue() {
                      "loop without its tail)",
                      "columns past the 8th"));
   c.push_back(mutant("float32-counter", Bug::float32_counter,
-                     "step counter kept in float32: it stops advancing at 2^24"));
+                     "step counter kept in float32: it stops advancing at 2^24",
+                     "counter kept in float32"));
   c.push_back(mutant("int32-counter", Bug::int32_counter,
-                     "step counter kept in a signed 32-bit integer: it wraps at 2^31"));
+                     "step counter kept in a signed 32-bit integer: it wraps at 2^31",
+                     "counter kept in int32"));
   c.push_back(mutant("fresh-buffer-every-step", Bug::fresh_buffer_every_step,
                      "the momentum buffer started afresh at every step (state not threaded back)",
                      "state started afresh"));

@@ -8,6 +8,7 @@
 /// update of a plain-SGD case; and, between two answers to the same case, state carried
 /// from one call to the next (gradients accumulated, a per-call factor, optimizer state).
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ std::vector<std::string> suspected_between_calls(const reference::Case& c,
                                                  const reference::StepResult& first,
                                                  const reference::StepResult& second,
                                                  const reference::Expectation& e);
+
+/// The bug classes a wrong step counter points to, from the counter before the step,
+/// the one returned and the one expected: not advanced (returned as it came in), kept in
+/// float32 (the increment lost to rounding past 2^24), kept in a signed 32-bit integer
+/// (wrapped past 2^31 - 1), or kept in an unsigned 32-bit one (wrapped past 2^32 - 1).
+std::vector<std::string> suspected_counter(std::int64_t before, std::optional<std::int64_t> after,
+                                           std::int64_t expected);
 
 /// Suspects joined as one sentence: "A; or B".
 std::string join_suspects(const std::vector<std::string>& suspects);
