@@ -174,9 +174,9 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
     if (p.fault) fmt::print(os, "\nFAULT in {}: {}\n", p.property, *p.fault);
     if (!p.counterexample) continue;
     const properties::Counterexample& cx = *p.counterexample;
-    fmt::print(os, "\n{} {}: case {} ({}) shrunk in {} steps to {}{}\n{}", verdict_label(o.verdict()),
-               p.property, cx.case_index, shape_of(cx.original), cx.shrink_steps,
-               shape_of(cx.shrunk), shrunk_ratio(cx),
+    fmt::print(os, "\n{} {}: case {} ({}) shrunk in {} steps to {}{}\n{}",
+               verdict_label(o.verdict()), p.property, cx.case_index, shape_of(cx.original),
+               cx.shrink_steps, shape_of(cx.shrunk), shrunk_ratio(cx),
                counterexample_body(
                    cx, replay_line(replay_prefix, r.options.run, p.property, cx.case_index)));
   }

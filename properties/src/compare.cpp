@@ -12,8 +12,9 @@ std::string describe(const Mismatch& m) {
   const reference::Expected& e = m.expected;
   const std::string got = reference::describe(m.actual);
   if (e.must_be_nonfinite) {
-    return fmt::format("{}[{}]: got {}, but a NaN or infinite input reaches it, so NaN or +-inf is due there",
-                       to_string(m.output), m.index, got);
+    return fmt::format(
+        "{}[{}]: got {}, but a NaN or infinite input reaches it, so NaN or +-inf is due there",
+        to_string(m.output), m.index, got);
   }
   if (!std::isfinite(m.actual)) {
     return fmt::format("{}[{}]: got {}, expected {} (exact {:.17g}) within bound {:.3g} ({})",

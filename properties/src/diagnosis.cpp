@@ -203,8 +203,8 @@ std::optional<const char*> narrow_gradients(const reference::StepResult& r,
   for (const auto& [name, f] : formats) {
     std::size_t all = 0, exact_outside = 0;
     bool every = true;
-    for (auto [reported, expected] : {std::pair{&r.grad_kernel, &e.grad_kernel},
-                                      std::pair{&r.grad_bias, &e.grad_bias}}) {
+    for (auto [reported, expected] :
+         {std::pair{&r.grad_kernel, &e.grad_kernel}, std::pair{&r.grad_bias, &e.grad_bias}}) {
       for (std::size_t i = 0; i < reported->size() && i < expected->size(); ++i) {
         ++all;
         const double want = (*expected)[i].value, got = (*reported)[i];
@@ -419,7 +419,9 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   }
 
   // The loss.
-  const Group loss{"the loss and its scale", {double(r.loss.at(0))}, {e.loss.at(0).value},
+  const Group loss{"the loss and its scale",
+                   {double(r.loss.at(0))},
+                   {e.loss.at(0).value},
                    out_of_bound(r.loss, e.loss)};
   std::vector<Hypothesis> loss_hypotheses;
   for (const auto& [a, text] : factors)
@@ -489,9 +491,10 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
                             "case's AdamW (decoupled decay) belongs"
                           : "matches AdamW (decoupled weight decay) where the case's Adam with "
                             "coupled decay (torch.optim.Adam) belongs")
-             : fmt::format("matches the other weight-decay convention: {} where the case's {} "
-                           "belongs",
-                           decoupled ? "coupled" : "decoupled", decoupled ? "decoupled" : "coupled");
+             : fmt::format(
+                   "matches the other weight-decay convention: {} where the case's {} "
+                   "belongs",
+                   decoupled ? "coupled" : "decoupled", decoupled ? "decoupled" : "coupled");
     update_hypotheses.push_back({other, [&c, &exact_grads] {
                                    return optimizer_change(c, exact_grads, {.swap_decay = true});
                                  }});
@@ -508,26 +511,31 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   // The optimizer's state and options, as the known optimizer bugs get them wrong.
   std::vector<std::pair<std::string, Variation>> variations;
   if (!plain_sgd && !c.fresh_state())
-    variations.push_back({"matches a step that ignores the optimizer state it was given (the "
-                          "state started afresh: not threaded back from the last step)",
-                          {.fresh = true}});
+    variations.push_back(
+        {"matches a step that ignores the optimizer state it was given (the "
+         "state started afresh: not threaded back from the last step)",
+         {.fresh = true}});
   if (o.kind == reference::Optimizer::Kind::momentum) {
     if (c.fresh_state() && reference::applied_dampening(o) != 0.0f)
-      variations.push_back({"matches a dampened first buffer, (1 - dampening) g, where the first "
-                            "step keeps g",
-                            {.dampen_fresh = true}});
+      variations.push_back(
+          {"matches a dampened first buffer, (1 - dampening) g, where the first "
+           "step keeps g",
+           {.dampen_fresh = true}});
     if (o.nesterov && !c.fresh_state())
-      variations.push_back({"matches Nesterov's direction from the buffer before the step, "
-                            "g + mu buf, not after",
-                            {.nesterov_old = true}});
+      variations.push_back(
+          {"matches Nesterov's direction from the buffer before the step, "
+           "g + mu buf, not after",
+           {.nesterov_old = true}});
   }
   if (o.kind == reference::Optimizer::Kind::adam) {
-    variations.push_back({"matches Adam's bias correction with t = step, not step + 1 (the "
-                          "counter incremented after its use)",
-                          {.adam_t_off_by_one = true}});
-    variations.push_back({"matches eps inside the square root, sqrt(vh + eps), where "
-                          "sqrt(vh + eps_root) + eps belongs",
-                          {.adam_eps_inside = true}});
+    variations.push_back(
+        {"matches Adam's bias correction with t = step, not step + 1 (the "
+         "counter incremented after its use)",
+         {.adam_t_off_by_one = true}});
+    variations.push_back(
+        {"matches eps inside the square root, sqrt(vh + eps), where "
+         "sqrt(vh + eps_root) + eps belongs",
+         {.adam_eps_inside = true}});
   }
   for (const auto& [text, var] : variations)
     update_hypotheses.push_back(
@@ -543,23 +551,26 @@ std::vector<std::string> suspected_counter(std::int64_t before, std::optional<st
   // Each candidate's counter after the step, as that storage would keep it. Where two
   // match (a float32 counter at 2^31 also looks unchanged), the storage comes first: a
   // counter that is simply not advanced shrinks to a small one, where only that matches.
-  const std::int64_t as_float32 =
-      static_cast<std::int64_t>(static_cast<float>(before) + 1.0f);
-  const std::int64_t as_int32 =
-      static_cast<std::int32_t>(static_cast<std::uint32_t>(before) + 1u);
-  const std::int64_t as_uint32 = static_cast<std::uint32_t>(static_cast<std::uint64_t>(before) + 1u);
+  const std::int64_t as_float32 = static_cast<std::int64_t>(static_cast<float>(before) + 1.0f);
+  const std::int64_t as_int32 = static_cast<std::int32_t>(static_cast<std::uint32_t>(before) + 1u);
+  const std::int64_t as_uint32 =
+      static_cast<std::uint32_t>(static_cast<std::uint64_t>(before) + 1u);
   if (as_float32 != expected && *after == as_float32)
-    found.push_back("the counter advanced as a float32 does: the increment lost to rounding "
-                    "past 2^24 (a counter kept in float32)");
+    found.push_back(
+        "the counter advanced as a float32 does: the increment lost to rounding "
+        "past 2^24 (a counter kept in float32)");
   if (as_int32 != expected && *after == as_int32)
-    found.push_back("the counter wrapped as a signed 32-bit integer does past 2^31 - 1 (a "
-                    "counter kept in int32)");
+    found.push_back(
+        "the counter wrapped as a signed 32-bit integer does past 2^31 - 1 (a "
+        "counter kept in int32)");
   if (as_uint32 != expected && *after == as_uint32)
-    found.push_back("the counter wrapped as an unsigned 32-bit integer does past 2^32 - 1 (a "
-                    "counter kept in uint32)");
+    found.push_back(
+        "the counter wrapped as an unsigned 32-bit integer does past 2^32 - 1 (a "
+        "counter kept in uint32)");
   if (*after == before)
-    found.push_back("the counter was not advanced: returned as it came in (state not threaded "
-                    "back?)");
+    found.push_back(
+        "the counter was not advanced: returned as it came in (state not threaded "
+        "back?)");
   return found;
 }
 
@@ -594,8 +605,8 @@ std::vector<std::string> suspected_between_calls(const Case& c, const reference:
     return d;
   };
   const std::vector<double> ga = values(first.grad_kernel, first.grad_bias),
-                            gb = values(second.grad_kernel, second.grad_bias),
-                            da = change(first), db = change(second);
+                            gb = values(second.grad_kernel, second.grad_bias), da = change(first),
+                            db = change(second);
   if (!finite(ga) || !finite(gb) || !finite(da) || !finite(db)) return {};
   std::vector<double> exact;
   for (const auto* v : {&e.grad_kernel, &e.grad_bias})
@@ -605,22 +616,26 @@ std::vector<std::string> suspected_between_calls(const Case& c, const reference:
     std::vector<double> added(gb);
     for (std::size_t i = 0; i < added.size(); ++i) added[i] -= ga[i];
     if (norm(exact) > 0.0 && distance(added, exact) <= tolerance)
-      return {"gradients accumulate across calls: the second answer's gradient is the first's "
-              "plus this case's gradient (a missing optimizer.zero_grad() before backward?)"};
+      return {
+          "gradients accumulate across calls: the second answer's gradient is the first's "
+          "plus this case's gradient (a missing optimizer.zero_grad() before backward?)"};
     if (const auto a = common_scale(gb, ga); a && std::abs(*a - 1.0) > 10 * tolerance)
-      return {fmt::format("gradients differ by a constant factor between calls: the second "
-                          "call's are {:.4g} times the first's, as when something is applied "
-                          "once more on every call (a gradient hook registered in each step?)",
-                          *a)};
+      return {
+          fmt::format("gradients differ by a constant factor between calls: the second "
+                      "call's are {:.4g} times the first's, as when something is applied "
+                      "once more on every call (a gradient hook registered in each step?)",
+                      *a)};
     return {};
   }
   // The same gradients (or none reported): what differs is the update.
   if (distance(db, da) > tolerance)
-    return {"state carried across calls: the same case, with the same gradients, moved the "
-            "parameters differently on the second call (optimizer state, a step counter or a "
-            "learning-rate schedule kept from an earlier call instead of taken from the case?)"};
-  return {"the answers differ by rounding alone: an order of summation that changes from call "
-          "to call (atomics, threads, a nondeterministic reduction)"};
+    return {
+        "state carried across calls: the same case, with the same gradients, moved the "
+        "parameters differently on the second call (optimizer state, a step counter or a "
+        "learning-rate schedule kept from an earlier call instead of taken from the case?)"};
+  return {
+      "the answers differ by rounding alone: an order of summation that changes from call "
+      "to call (atomics, threads, a nondeterministic reduction)"};
 }
 
 }  // namespace sgdc::properties

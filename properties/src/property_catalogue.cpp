@@ -340,8 +340,7 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
           explain(bad, c, *r.result, ctx));
     const reference::Counter& counter = ctx.declaration().counter;
     if (ctx.declaration().capabilities.step_counter &&
-        r.result->step != reference::next_count(counter, c.step))
-    {
+        r.result->step != reference::next_count(counter, c.step)) {
       const std::int64_t want = reference::next_count(counter, c.step);
       // The message first: the suspects are moved into the judgement after.
       std::vector<std::string> suspects = suspected_counter(c.step, r.result->step, want);
@@ -467,7 +466,8 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
   // Name the policy only where a special value is involved; otherwise the elements are
   // simply out of bound, with accuracy's suspects.
   if (reference::has_nonfinite_input(c) ||
-      std::any_of(bad.begin(), bad.end(), [](const Mismatch& m) { return m.expected.must_be_nonfinite; }))
+      std::any_of(bad.begin(), bad.end(),
+                  [](const Mismatch& m) { return m.expected.must_be_nonfinite; }))
     return Judgement::fail(fmt::format("NaN and infinity propagation is broken by {}:{}",
                                        elements(bad.size()), list(bad)));
   if (has_subnormal_input(c) || std::any_of(bad.begin(), bad.end(), involves_subnormal))

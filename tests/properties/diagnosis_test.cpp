@@ -47,23 +47,24 @@ TEST_P(FirstSuspect, NamesTheMutantsClass) {
   EXPECT_TRUE(contains(cx.message, "suspected: " + cx.suspects[0])) << cx.message;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    NewClasses, FirstSuspect,
-    testing::Values(Named{"sum-not-mean", "accuracy"}, Named{"mean-over-batch", "accuracy"},
-                    Named{"clipped-gradients", "accuracy"},
-                    Named{"momentum-on-plain-sgd", "accuracy"}, Named{"decay-in-loss", "accuracy"},
-                    Named{"gradients-accumulate", "determinism"},
-                    Named{"nondeterministic", "determinism"},
-                    Named{"half-precision-grad", "accuracy"},
-                    Named{"step-not-advanced", "step_counter"},
-                    Named{"float32-counter", "step_counter"},
-                    Named{"int32-counter", "step_counter"}),
-    [](const testing::TestParamInfo<Named>& i) {
-      std::string s = i.param.mutant;
-      for (char& ch : s)
-        if (ch == '-') ch = '_';
-      return s;
-    });
+INSTANTIATE_TEST_SUITE_P(NewClasses, FirstSuspect,
+                         testing::Values(Named{"sum-not-mean", "accuracy"},
+                                         Named{"mean-over-batch", "accuracy"},
+                                         Named{"clipped-gradients", "accuracy"},
+                                         Named{"momentum-on-plain-sgd", "accuracy"},
+                                         Named{"decay-in-loss", "accuracy"},
+                                         Named{"gradients-accumulate", "determinism"},
+                                         Named{"nondeterministic", "determinism"},
+                                         Named{"half-precision-grad", "accuracy"},
+                                         Named{"step-not-advanced", "step_counter"},
+                                         Named{"float32-counter", "step_counter"},
+                                         Named{"int32-counter", "step_counter"}),
+                         [](const testing::TestParamInfo<Named>& i) {
+                           std::string s = i.param.mutant;
+                           for (char& ch : s)
+                             if (ch == '-') ch = '_';
+                           return s;
+                         });
 
 TEST(Diagnosis, SumAndMeanOverTheBatchGetDifferentReports) {
   const Counterexample sum = counterexample("sum-not-mean", "accuracy");
@@ -165,7 +166,8 @@ TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
   // An update bug on normal numbers: out of bound, with accuracy's suspects, not a policy.
   const Counterexample cx = counterexample("lr-twice", "special_values");
   if (!contains(cx.message, "declared policy")) {
-    EXPECT_TRUE(contains(cx.message, "from finite inputs where no subnormal is involved")) << cx.message;
+    EXPECT_TRUE(contains(cx.message, "from finite inputs where no subnormal is involved"))
+        << cx.message;
     EXPECT_FALSE(cx.suspects.empty()) << cx.message;
   }
   // Flushing subnormals while declaring ieee is the policy's failure.

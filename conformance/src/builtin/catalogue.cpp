@@ -20,8 +20,8 @@ Entry mutant(std::string name, Bug bug, std::string description, std::string nam
   Recipe recipe;
   recipe.order = Order::sequential;
   recipe.bug = bug;
-  return {std::move(name), Kind::mutant, std::move(description), recipe, false, {},
-          std::move(named_by)};
+  return {std::move(name), Kind::mutant, std::move(description), recipe,
+          false,           {},           std::move(named_by)};
 }
 
 // A step whose products read their inputs in `format`, declared (a variant) or not (a mutant).
@@ -109,8 +109,7 @@ std::vector<Entry> make_catalogue() {
   c.push_back(mutant("reshape-not-transpose", Bug::reshape_not_transpose,
                      "x.reshape(D, N) where x.T belongs (same shape, wrong elements)",
                      "x.reshape(D, N)"));
-  c.push_back(mutant("wrong-sign", Bug::wrong_sign, "p + lr*g (gradient ascent)",
-                     "wrong sign"));
+  c.push_back(mutant("wrong-sign", Bug::wrong_sign, "p + lr*g (gradient ascent)", "wrong sign"));
   c.push_back(mutant("missing-factor-two", Bug::missing_factor_two,
                      "gradient of r^2 taken as r (a hand-written derivative that drops the 2)",
                      "factor of 2 missing"));
@@ -131,12 +130,11 @@ std::vector<Entry> make_catalogue() {
                      "an epsilon test)",
                      "update is missing"));
   c.push_back(mutant("unbiased-mean", Bug::unbiased_mean,
-                     "divides by N*K - 1 (an unbiased-variance habit)",
-                     "N*K - 1"));
+                     "divides by N*K - 1 (an unbiased-variance habit)", "N*K - 1"));
   c.push_back(
       mutant("rows-past-16-dropped", Bug::rows_past_16_dropped,
              "a kernel that reads only the first 16 batch rows (a remainder loop never run)",
-                     "rows past the 16th"));
+             "rows past the 16th"));
   c.push_back(mutant("chunked-mean-32", Bug::chunked_mean_32,
                      "gradient accumulation over chunks of 32 rows, each chunk's mean weighted "
                      "equally (wrong when the last chunk is short)",
@@ -244,9 +242,8 @@ class Builtin final : public properties::Implementation {
     auto& [kernel, bias] = grads_[{c.d, c.k}];
     kernel.resize(r.grad_kernel.size(), 0.0f);
     bias.resize(r.grad_bias.size(), 0.0f);
-    for (auto [kept, g, p, p_new] :
-         {std::tuple{&kernel, &r.grad_kernel, &c.kernel, &r.kernel},
-          std::tuple{&bias, &r.grad_bias, &c.bias, &r.bias}}) {
+    for (auto [kept, g, p, p_new] : {std::tuple{&kernel, &r.grad_kernel, &c.kernel, &r.kernel},
+                                     std::tuple{&bias, &r.grad_bias, &c.bias, &r.bias}}) {
       for (std::size_t i = 0; i < kept->size(); ++i) {
         (*kept)[i] += (*g)[i];
         (*g)[i] = (*kept)[i];

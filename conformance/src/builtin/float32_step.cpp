@@ -187,8 +187,7 @@ class LoopStep {
         for (T& g : total.grad_bias) g *= factor;
       }
     }
-    if (recipe_.bug == Bug::decay_in_loss &&
-        c_.optimizer.kind != reference::Optimizer::Kind::sgd) {
+    if (recipe_.bug == Bug::decay_in_loss && c_.optimizer.kind != reference::Optimizer::Kind::sgd) {
       // L2 regularisation in the loss: its gradient carries wd * p, and the optimizer
       // decays once more.
       const T wd = T(c_.optimizer.weight_decay);

@@ -146,7 +146,8 @@ int check(const CheckArgs& a) {
     constexpr std::size_t listed = 5;
     for (std::size_t i = 0; i < r.failures.size() && i < listed; ++i)
       fmt::print("      {}\n", r.failures[i]);
-    if (r.failures.size() > listed) fmt::print("      ... and {} more\n", r.failures.size() - listed);
+    if (r.failures.size() > listed)
+      fmt::print("      ... and {} more\n", r.failures.size() - listed);
     if (outcome.result && !reference::has_nonfinite_input(f.inputs)) {
       const std::string suspects = properties::join_suspects(properties::suspected_bugs(
           f.inputs, *outcome.result, reference::expect(f.inputs, declaration.arithmetic)));
