@@ -72,6 +72,15 @@ const ExpectedDeviation* find_skip(const std::vector<ExpectedDeviation>& list,
 }
 
 const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,
+                                    const std::string& property, const std::string& text) {
+  for (const auto& d : list)
+    if (d.kind == ExpectedDeviation::Kind::xfail && glob(d.property, property) &&
+        glob(d.message, text))
+      return &d;
+  return nullptr;
+}
+
+const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,
                                     const properties::PropertyReport& report) {
   if (report.passed) return nullptr;
   const std::string text = failure_text(report);

@@ -136,6 +136,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
     }
     if (!o.skip_reason.empty()) jp["skip_reason"] = o.skip_reason;
     if (!o.xfail_reason.empty()) jp["xfail_reason"] = o.xfail_reason;
+    jp["expected_failures"] = p.expected_failures;
     if (p.fault) jp["fault"] = *p.fault;
     if (p.counterexample) {
       const properties::Counterexample& cx = *p.counterexample;
@@ -193,9 +194,11 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
       os << fmt::format("      <failure message=\"{}\">{}</failure>\n", escape_xml(message),
                         escape_xml(body));
     } else {
-      const std::string why = !o.skip_reason.empty()    ? "skip: " + o.skip_reason
-                              : !o.xfail_reason.empty() ? "xfail: " + o.xfail_reason
-                                                        : v;
+      const std::string why = !o.skip_reason.empty() ? "skip: " + o.skip_reason
+                              : !o.xfail_reason.empty()
+                                  ? fmt::format("xfail: {} ({} of {} cases failed as expected)",
+                                                o.xfail_reason, p.expected_failures, p.cases)
+                                  : v;
       os << fmt::format("      <skipped message=\"{}\"/>\n", escape_xml(why));
     }
     os << "    </testcase>\n";

@@ -163,8 +163,21 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
   }
   for (const PropertyOutcome& o : r.properties) {
     if (!o.skip_reason.empty()) fmt::print(os, "\nskip {}: {}\n", o.report.property, o.skip_reason);
-    if (!o.xfail_reason.empty())
-      fmt::print(os, "\nxfail {}: expected, because {}\n", o.report.property, o.xfail_reason);
+    if (!o.xfail_reason.empty()) {
+      const properties::PropertyReport& p = o.report;
+      if (p.first_expected) {
+        const std::string& m = p.first_expected->second;
+        const int passed = p.cases - p.expected_failures;
+        fmt::print(
+            os,
+            "\nxfail {}: {} of {} cases failed as expected, because {}{}. The first, case {}: {}\n",
+            p.property, p.expected_failures, p.cases, o.xfail_reason,
+            passed > 0 ? fmt::format("; the other {} passed", passed) : "", p.first_expected->first,
+            m.substr(0, m.find('\n')));
+      } else {
+        fmt::print(os, "\nxfail {}: expected, because {}\n", p.property, o.xfail_reason);
+      }
+    }
     if (o.xpass)
       fmt::print(os, "\nXPASS {}: an xfail line names it, but it passed; remove the line\n",
                  o.report.property);

@@ -48,10 +48,19 @@ std::string list(const std::vector<Mismatch>& ms) {
   return s;
 }
 
+// Every mismatch, one line each (Judgement::elements).
+std::vector<std::string> lines(const std::vector<Mismatch>& ms) {
+  std::vector<std::string> out;
+  out.reserve(ms.size());
+  for (const Mismatch& m : ms) out.push_back(describe(m));
+  return out;
+}
+
 // The mismatches listed, and the bug classes the numbers point to.
 struct Explained {
   std::string text;
   std::vector<std::string> suspects;
+  std::vector<std::string> elements;
 };
 
 // "\n  suspected: A; or B", or nothing.
@@ -62,12 +71,12 @@ std::string suspected_line(const std::vector<std::string>& suspects) {
 Explained explain(const std::vector<Mismatch>& bad, const Case& c, const StepResult& r,
                   Context& ctx) {
   std::vector<std::string> suspects = suspected_bugs(c, r, ctx.expect(c));
-  return {list(bad) + suspected_line(suspects), std::move(suspects)};
+  return {list(bad) + suspected_line(suspects), std::move(suspects), lines(bad)};
 }
 
 // A failure whose message ends with the mismatches explained.
 Judgement fail_with(const std::string& head, const Explained& x) {
-  return Judgement::fail(head + x.text, x.suspects);
+  return Judgement::fail(head + x.text, x.suspects, x.elements);
 }
 
 // First output element whose bits differ between a and b.
@@ -469,11 +478,13 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
       std::any_of(bad.begin(), bad.end(),
                   [](const Mismatch& m) { return m.expected.must_be_nonfinite; }))
     return Judgement::fail(fmt::format("NaN and infinity propagation is broken by {}:{}",
-                                       elements(bad.size()), list(bad)));
+                                       elements(bad.size()), list(bad)),
+                           {}, lines(bad));
   if (has_subnormal_input(c) || std::any_of(bad.begin(), bad.end(), involves_subnormal))
     return Judgement::fail(fmt::format("the declared policy (subnormals: {}) is broken by {}:{}",
                                        to_string(ctx.declaration().arithmetic.subnormals),
-                                       elements(bad.size()), list(bad)));
+                                       elements(bad.size()), list(bad)),
+                           {}, lines(bad));
   return fail_with(fmt::format("{} outside the derived bound, from finite inputs where no "
                                "subnormal is involved (not a matter of the special-value policy):",
                                elements(bad.size())),

@@ -22,7 +22,7 @@ std::string fault_at(const std::string& where, const std::string& what) {
 // The most drawn cases a runner batch grows to for an implementation's preference.
 constexpr int max_batch_cases = 64;
 
-Counterexample shrink(const Property& p, Implementation& impl,
+Counterexample shrink(const Property& p, Implementation& impl, const RunOptions& options,
                       rc::Shrinkable<reference::Case> failing, Judgement failure,
                       Observations observed, int index, int budget) {
   Counterexample cx;
@@ -46,7 +46,9 @@ Counterexample shrink(const Property& p, Implementation& impl,
         budget = 0;
         break;
       }
-      if (j.kind == Judgement::Kind::fail && keeps_suspects_apart(suspects, j.suspects)) {
+      // A candidate failing only as expected is not the failure being shrunk.
+      if (j.kind == Judgement::Kind::fail && !is_expected_failure(options, j) &&
+          keeps_suspects_apart(suspects, j.suspects)) {
         failing = std::move(*candidate);
         message = std::move(j.message);
         suspects = std::move(j.suspects);
@@ -78,6 +80,15 @@ rc::Shrinkable<reference::Case> draw_for_run(const Property& property, const Cas
 }
 
 }  // namespace
+
+bool is_expected_failure(const RunOptions& options, const Judgement& j) {
+  if (!options.expected || j.kind != Judgement::Kind::fail) return false;
+  if (j.elements.empty()) return options.expected(j.message);
+  const std::string head = j.message.substr(0, j.message.find('\n'));
+  return std::all_of(j.elements.begin(), j.elements.end(), [&](const std::string& element) {
+    return options.expected(head + "\n" + element);
+  });
+}
 
 bool keeps_suspects_apart(const std::vector<std::string>& current,
                           const std::vector<std::string>& candidate) {
@@ -159,10 +170,18 @@ PropertyReport run_property(const Property& property, Implementation& impl,
       report.observations.merge(obs[i]);
       ++report.cases;
       if (progress) progress(report.cases);
-      if (j.kind == Judgement::Kind::fail) {
+      if (is_expected_failure(options, j)) {
+        ++report.expected_failures;
+        if (!report.first_expected) {
+          // One line: the message's first, and the first failing element.
+          std::string line = j.message.substr(0, j.message.find('\n'));
+          if (!j.elements.empty()) line += " " + j.elements.front();
+          report.first_expected.emplace(index, std::move(line));
+        }
+      } else if (j.kind == Judgement::Kind::fail) {
         report.passed = false;
         report.counterexample =
-            shrink(property, impl, drawn[i], j, obs[i], index, options.shrink_budget);
+            shrink(property, impl, options, drawn[i], j, obs[i], index, options.shrink_budget);
         if (report.counterexample->fault_while_shrinking) {
           report.fault = "while shrinking: " + *report.counterexample->fault_while_shrinking;
           report.broke = true;

@@ -213,5 +213,27 @@ TEST(Runner, JudgementsAskForMoreStepsRoundByRound) {
   EXPECT_EQ(rec.batches[2][0].lr, rec.batches[0][0].lr / 4);
 }
 
+TEST(Runner, AnExpectedFailureIsMatchedElementByElement) {
+  RunOptions options;
+  const Judgement two = Judgement::fail("2 output elements outside the derived bound:\n  ...", {},
+                                        {"bias[0]: got 1", "kernel[3]: got 2"});
+  EXPECT_FALSE(is_expected_failure(options, two)) << "nothing is expected without a filter";
+  options.expected = [](const std::string& text) {
+    return text.find("\nbias[") != std::string::npos;
+  };
+  EXPECT_FALSE(is_expected_failure(options, two)) << "kernel[3] is not expected";
+  const Judgement bias_only =
+      Judgement::fail("1 output element outside the derived bound:\n  ...", {}, {"bias[0]: got 1"});
+  EXPECT_TRUE(is_expected_failure(options, bias_only));
+  // Each element's text starts with the message's first line.
+  options.expected = [](const std::string& text) { return text.starts_with("2 output elements"); };
+  EXPECT_TRUE(is_expected_failure(options, two));
+  // Without elements, the message is matched.
+  options.expected = [](const std::string& text) { return text == "counter differs"; };
+  EXPECT_TRUE(is_expected_failure(options, Judgement::fail("counter differs")));
+  EXPECT_FALSE(is_expected_failure(options, Judgement::fail("counter wraps")));
+  EXPECT_FALSE(is_expected_failure(options, Judgement::pass()));
+}
+
 }  // namespace
 }  // namespace sgdc::properties

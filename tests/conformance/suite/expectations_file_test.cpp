@@ -77,6 +77,54 @@ TEST(ExpectationsFile, XfailTurnsAMatchingFailureIntoAnExpectedOne) {
   EXPECT_EQ(run_suite(*impl, options).verdict, SuiteVerdict::not_conformant);
 }
 
+TEST(ExpectationsFile, AnExpectedFailureKeepsThePropertyRunning) {
+  const auto impl = builtin::make(builtin::find("bias-not-updated"));
+  SuiteOptions options;
+  options.only = {"accuracy"};
+  options.run.cases = 20;
+  options.expectations =
+      read_expectations_file(write_temp("xfail accuracy:*bias*  # bias is frozen on purpose\n"));
+  const SuiteReport r = run_suite(*impl, options);
+  ASSERT_EQ(r.properties.size(), 1u);
+  const properties::PropertyReport& p = r.properties[0].report;
+  // Every case ran: the first expected failure did not stop the property.
+  EXPECT_EQ(p.cases, 20);
+  EXPECT_GT(p.expected_failures, 1);
+  EXPECT_LE(p.expected_failures, p.cases);
+  ASSERT_TRUE(p.first_expected.has_value());
+  EXPECT_NE(p.first_expected->second.find("bias["), std::string::npos);
+  EXPECT_FALSE(p.counterexample.has_value());
+  EXPECT_EQ(r.properties[0].verdict(), "xfail");
+  EXPECT_EQ(r.properties[0].xfail_reason, "bias is frozen on purpose");
+  EXPECT_EQ(r.verdict, SuiteVerdict::conformant);
+}
+
+TEST(ExpectationsFile, AnXfailCoversTheElementsItMatchesAndNoOthers) {
+  // A mean taken as a sum breaks the loss, the gradients and the new parameters: an
+  // xfail line for the loss alone leaves the failure a failure, shrunk and reported with
+  // the elements no line expects.
+  const auto impl = builtin::make(builtin::find("sum-not-mean"));
+  SuiteOptions options;
+  options.only = {"accuracy"};
+  options.run.cases = 20;
+  options.expectations =
+      read_expectations_file(write_temp("xfail accuracy:loss[*  # the loss is a sum here\n"));
+  const SuiteReport some = run_suite(*impl, options);
+  ASSERT_EQ(some.properties.size(), 1u);
+  EXPECT_EQ(some.properties[0].verdict(), "fail");
+  ASSERT_TRUE(some.properties[0].report.counterexample.has_value());
+  EXPECT_NE(some.properties[0].report.counterexample->message.find("grad_"), std::string::npos);
+  EXPECT_EQ(some.verdict, SuiteVerdict::not_conformant);
+
+  // A line matching the message's first line covers every element of the failure.
+  options.expectations =
+      read_expectations_file(write_temp("xfail accuracy:*derived?bound:*  # known\n"));
+  const SuiteReport all = run_suite(*impl, options);
+  EXPECT_EQ(all.properties[0].verdict(), "xfail");
+  EXPECT_EQ(all.properties[0].report.cases, 20);
+  EXPECT_EQ(all.verdict, SuiteVerdict::conformant);
+}
+
 TEST(ExpectationsFile, SkipAndXpassAreReported) {
   const auto impl = builtin::make(builtin::find("float32"));
   SuiteOptions options;

@@ -8,7 +8,10 @@
 ///     xfail special_values:*grad_bias*  # flushes subnormal gradients, declared ieee
 ///
 /// A pattern is `PROPERTY[:MESSAGE]`, both shell globs: PROPERTY matches the property
-/// name, MESSAGE (default `*`) the failure's text.
+/// name, MESSAGE (default `*`) the failure's text. A property with an `xfail` line keeps
+/// running after an expected failure: a case fails as expected when each of its failing
+/// output elements matches (the message's first line and the element's line), or, for a
+/// failure not about elements, when its message does; any other failure is a failure.
 
 #include <string>
 #include <vector>
@@ -34,6 +37,10 @@ std::vector<ExpectedDeviation> read_expectations_file(const std::string& path);
 /// The first `skip` line matching `property`, if any.
 const ExpectedDeviation* find_skip(const std::vector<ExpectedDeviation>& list,
                                    const std::string& property);
+
+/// The first `xfail` line for `property` whose MESSAGE matches `text`, if any.
+const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,
+                                    const std::string& property, const std::string& text);
 
 /// The first `xfail` line matching this report's failure, if any.
 const ExpectedDeviation* find_xfail(const std::vector<ExpectedDeviation>& list,

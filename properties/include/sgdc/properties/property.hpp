@@ -44,14 +44,19 @@ struct Judgement {
   /// For fail: the bug classes the numbers point to (diagnosis.hpp), as the message names
   /// them. Shrinking keeps a case that tells them apart (runner.hpp).
   std::vector<std::string> suspects;
+  /// For a fail about output elements: each failing element on its own line, every one
+  /// (the message lists only the first few). An expected failure is matched element by
+  /// element (RunOptions::expected).
+  std::vector<std::string> elements;
 
   static Judgement pass() { return {}; }
-  static Judgement fail(std::string why, std::vector<std::string> suspects = {}) {
-    return {Kind::fail, std::move(why), {}, std::move(suspects)};
+  static Judgement fail(std::string why, std::vector<std::string> suspects = {},
+                        std::vector<std::string> elements = {}) {
+    return {Kind::fail, std::move(why), {}, std::move(suspects), std::move(elements)};
   }
-  static Judgement discard(std::string why) { return {Kind::discard, std::move(why), {}, {}}; }
+  static Judgement discard(std::string why) { return {Kind::discard, std::move(why), {}, {}, {}}; }
   static Judgement then(std::vector<reference::Case> steps) {
-    return {Kind::more, {}, std::move(steps), {}};
+    return {Kind::more, {}, std::move(steps), {}, {}};
   }
 };
 

@@ -28,7 +28,16 @@ struct RunOptions {
   int batch = 8;
   /// The shapes cases take (the pool comes from `seed`).
   ShapeOptions shapes;
+  /// Failures the caller expects (an `xfail` line), given a failure's text. A failing
+  /// case is expected when each of its failing elements is (the text of one element is the
+  /// message's first line, a newline, and the element's line), or, for a failure not
+  /// about elements, when its message is. Expected failures are counted apart
+  /// (PropertyReport::expected_failures) and the run goes on; shrinking skips them.
+  std::function<bool(const std::string& text)> expected;
 };
+
+/// Whether `options.expected` expects the failure `j` (see RunOptions::expected).
+bool is_expected_failure(const RunOptions& options, const Judgement& j);
 
 /// A failure, before and after shrinking.
 struct Counterexample {
@@ -52,6 +61,11 @@ struct PropertyReport {
   bool applicable = true;
   int cases = 0;      ///< cases that ran to a verdict
   int discarded = 0;  ///< generated cases the property could not use
+  /// Judged cases (counted in `cases`) that failed as RunOptions::expected expects.
+  int expected_failures = 0;
+  /// The first of them: its index, and one line of the property's message on it (its first
+  /// line and first failing element; not shrunk).
+  std::optional<std::pair<int, std::string>> first_expected;
   /// Why cases were discarded: each reason with its count, in first-seen order.
   std::vector<std::pair<std::string, int>> discard_reasons;
   bool passed = true;
