@@ -77,11 +77,13 @@ void write_shard_storage(std::ostream& os, const properties::Observations::Shard
                          const std::string& property) {
   namespace sharding = properties::sharding;
   // The optimizer whose state has as many tensors: none, momentum's buffer, Adam's moments.
-  const auto state = s.state_tensors >= 2   ? sharding::OptimizerState::adam
-                     : s.state_tensors == 1 ? sharding::OptimizerState::momentum
-                                            : sharding::OptimizerState::sgd;
-  const sharding::StoragePlan plan =
-      sharding::plan_storage(s.d, s.k, s.shards, "float32", state, s.rule);
+  sharding::StorageOptions options;
+  options.optimizer_name = s.state_tensors >= 2   ? "adam"
+                           : s.state_tensors == 1 ? "momentum"
+                                                  : "sgd";
+  options.rule = s.rule;
+  const sharding::StoragePlan plan = sharding::plan_storage(s.d, s.k, s.shards, options);
+  const sharding::OptimizerState state = plan.optimizer;
   fmt::print(os,
              "\nstored bytes per shard ({}, last case d={} k={} num_shards={}, placement {}, "
              "{}):\n  {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}\n",
