@@ -245,15 +245,42 @@ struct Hypothesis {
 // their divisor is 0 on this case.
 std::vector<std::string> zero_division(const Case& c, const reference::StepResult& r,
                                        const reference::Expectation& e) {
-  bool nan = false;
+  // Where the NaN is: in the mean's results (the loss, the gradients), or only in what the
+  // optimizer makes of them.
+  bool nan = false, nan_in_mean = false;
   for (reference::Output o : reference::all_outputs)
-    for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
-      nan = nan || (std::isnan(r[o][i]) && !e[o][i].may_overflow && !e[o][i].must_be_nonfinite);
+    for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i) {
+      const bool here = std::isnan(r[o][i]) && !e[o][i].may_overflow && !e[o][i].must_be_nonfinite;
+      nan = nan || here;
+      nan_in_mean = nan_in_mean ||
+                    (here && (o == reference::Output::loss || o == reference::Output::grad_kernel ||
+                              o == reference::Output::grad_bias));
+    }
   if (!nan) return {};
   std::vector<std::string> found;
-  if (std::int64_t{c.n} * c.k == 1)
+  // Adam's bias corrections divide by 1 - b^t: 0 at t = 0, the counter before a first
+  // step, which makes every new parameter NaN (0/0 or inf/inf) while the moments
+  // themselves stay right. (A negative second moment, say, makes NaN only where it is
+  // negative, and the moment is wrong.)
+  auto every_nan = [&](reference::Output o) {
+    return std::all_of(r[o].begin(), r[o].end(), [](float v) { return std::isnan(v); });
+  };
+  auto right = [&](reference::Output o) {
+    for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
+      if (!reference::check_element(r[o][i], e[o][i]).ok) return false;
+    return true;
+  };
+  using reference::Output;
+  if (!nan_in_mean && c.optimizer.kind == reference::Optimizer::Kind::adam && c.step == 0 &&
+      every_nan(Output::kernel) && every_nan(Output::bias) && right(Output::momentum_kernel) &&
+      right(Output::momentum_bias) && right(Output::second_moment_kernel) &&
+      right(Output::second_moment_bias))
+    found.push_back(
+        "NaN where Adam's bias correction 1 - b^t is 0: t = step, not step + 1 (the counter "
+        "incremented after its use), is 0 at the first step");
+  if (nan_in_mean && std::int64_t{c.n} * c.k == 1)
     found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
-  if (c.num_shards > c.n)
+  if (nan_in_mean && c.num_shards > c.n)
     found.push_back(
         fmt::format("NaN where a mean runs over no rows: num_shards={} > N={} leaves "
                     "some shards none, and dropping the N % num_shards remainder "

@@ -2,6 +2,7 @@
 // one that does not; shrinking keeps the dimension that tells two suspects apart.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include "sgdc/conformance/builtin/catalogue.hpp"
@@ -47,24 +48,71 @@ TEST_P(FirstSuspect, NamesTheMutantsClass) {
   EXPECT_TRUE(contains(cx.message, "suspected: " + cx.suspects[0])) << cx.message;
 }
 
-INSTANTIATE_TEST_SUITE_P(NewClasses, FirstSuspect,
-                         testing::Values(Named{"sum-not-mean", "accuracy"},
-                                         Named{"mean-over-batch", "accuracy"},
-                                         Named{"clipped-gradients", "accuracy"},
-                                         Named{"momentum-on-plain-sgd", "accuracy"},
-                                         Named{"decay-in-loss", "accuracy"},
-                                         Named{"gradients-accumulate", "determinism"},
-                                         Named{"nondeterministic", "determinism"},
-                                         Named{"half-precision-grad", "accuracy"},
-                                         Named{"step-not-advanced", "step_counter"},
-                                         Named{"float32-counter", "step_counter"},
-                                         Named{"int32-counter", "step_counter"}),
-                         [](const testing::TestParamInfo<Named>& i) {
-                           std::string s = i.param.mutant;
-                           for (char& ch : s)
-                             if (ch == '-') ch = '_';
-                           return s;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    NewClasses, FirstSuspect,
+    testing::Values(
+        Named{"sum-not-mean", "accuracy"}, Named{"mean-over-batch", "accuracy"},
+        Named{"clipped-gradients", "accuracy"}, Named{"momentum-on-plain-sgd", "accuracy"},
+        Named{"decay-in-loss", "accuracy"}, Named{"gradients-accumulate", "determinism"},
+        Named{"nondeterministic", "determinism"}, Named{"half-precision-grad", "accuracy"},
+        Named{"step-not-advanced", "step_counter"}, Named{"float32-counter", "step_counter"},
+        Named{"int32-counter", "step_counter"},
+        Named{"adam-bias-correction-off-by-one", "accuracy"}, Named{"unbiased-mean", "accuracy"}),
+    [](const testing::TestParamInfo<Named>& i) {
+      std::string s = i.param.mutant;
+      for (char& ch : s)
+        if (ch == '-') ch = '_';
+      return s;
+    });
+
+TEST(Diagnosis, ANaNIsBlamedOnTheDivisionThatMakesIt) {
+  // One case at N*K = 1, at the first step: the mean's N*K - 1 and Adam's 1 - b^t with
+  // t = step are both 0 there; where the NaN lies tells which.
+  reference::Case c;
+  c.n = c.d = c.k = 1;
+  c.lr = 0.5f;
+  c.kernel = {1.0f};
+  c.bias = {0.0f};
+  c.x = {1.0f};
+  c.y = {0.0f};
+  c.step = 0;
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.9f;
+  c.optimizer.b2 = 0.999f;
+  c.optimizer.eps = 1e-8f;
+  const reference::Expectation e = reference::expect(c);
+  const StepOutcome right = builtin("float32")->step(c);
+  ASSERT_TRUE(right.result);
+  EXPECT_TRUE(suspected_bugs(c, *right.result, e).empty());
+
+  reference::StepResult in_params = *right.result;
+  in_params.kernel[0] = in_params.bias[0] = std::nanf("");
+  const auto adam = suspected_bugs(c, in_params, e);
+  ASSERT_EQ(adam.size(), 1u) << join_suspects(adam);
+  EXPECT_TRUE(contains(adam[0], "t = step, not step + 1")) << adam[0];
+
+  // A wrong moment (b2 applied to g, not g^2: negative) is another bug's NaN.
+  reference::StepResult wrong_moment = in_params;
+  wrong_moment.second_moment_kernel[0] = -wrong_moment.second_moment_kernel[0] - 1.0f;
+  for (const std::string& s : suspected_bugs(c, wrong_moment, e))
+    EXPECT_FALSE(contains(s, "1 - b^t")) << s;
+
+  reference::StepResult in_mean = in_params;
+  in_mean.loss[0] = in_mean.grad_kernel[0] = std::nanf("");
+  const auto mean = suspected_bugs(c, in_mean, e);
+  ASSERT_FALSE(mean.empty());
+  EXPECT_TRUE(contains(mean[0], "N*K - 1")) << join_suspects(mean);
+  for (const std::string& s : mean) EXPECT_FALSE(contains(s, "1 - b^t")) << s;
+
+  // A step after the first cannot divide by 1 - b^0.
+  c.step = 3;
+  c.momentum_kernel = {0.0f};
+  c.momentum_bias = {0.0f};
+  c.second_moment_kernel = {0.0f};
+  c.second_moment_bias = {0.0f};
+  for (const std::string& s : suspected_bugs(c, in_params, reference::expect(c)))
+    EXPECT_FALSE(contains(s, "1 - b^t")) << s;
+}
 
 TEST(Diagnosis, SumAndMeanOverTheBatchGetDifferentReports) {
   const Counterexample sum = counterexample("sum-not-mean", "accuracy");
