@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "protocol/base64.hpp"
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/conformance/text_report.hpp"
 #include "sgdc/reference/float32.hpp"
@@ -101,6 +102,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
             {"cases_per_property", r.options.run.only_case ? 1 : r.options.run.cases},
             {"verdict", to_string(r.verdict)},
             {"seconds", r.seconds}};
+  if (!d.recipe.empty()) j["implementation"]["recipe"] = protocol::encode_recipe(d.recipe);
   json props = json::array();
   for (const PropertyOutcome& o : r.properties) {
     const properties::PropertyReport& p = o.report;

@@ -10,10 +10,13 @@
 
 #include "sgdc/conformance/machine_report.hpp"
 #include "sgdc/conformance/protocol/adapter_start_failure.hpp"
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/regression/counterexample.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
+#include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/conformance/text_report.hpp"
 #include "sgdc/properties/property.hpp"
+#include "with_recipe.hpp"
 
 namespace sgdc::conformance {
 
@@ -80,6 +83,11 @@ int run(RunSettings a, const std::function<std::unique_ptr<properties::Implement
     for (const std::string& name : a.suite.only) properties::find_property(name);
     if (!a.xfails_path.empty()) a.suite.expectations = read_expectations_file(a.xfails_path);
     impl = open();
+    if (!a.recipe_path.empty()) {
+      impl =
+          std::make_unique<WithRecipe>(std::move(impl), protocol::read_recipe_file(a.recipe_path));
+      a.replay_prefix += " --recipe " + shell_quote(a.recipe_path);
+    }
   } catch (const protocol::AdapterStartFailure& e) {
     if (e.exit_status() && e.exit_status()->code == skipped_status) {
       fmt::print(stderr, "sgd-conformance: skipped {}: {}\n", a.impl, e.what());

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/properties/sharding/storage.hpp"
 
@@ -66,6 +67,7 @@ std::string describe(const properties::Declaration& d) {
       out += fmt::format(" ({}s at its end)", to_string(d.counter.at_end));
   }
   if (c.shard_layout) out += fmt::format("; placement {}", to_string(c.placement));
+  if (!d.recipe.empty()) out += "; recipe " + protocol::encode_recipe(d.recipe).dump();
   return out;
 }
 

@@ -7,8 +7,11 @@
 #include <memory>
 #include <numbers>
 #include <random>
+#include <tuple>
+#include <utility>
 
 #include "sgdc/reference/float32.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
 
 namespace sgdc::properties {
 
@@ -76,6 +79,60 @@ Shape pick_shape(Rng& rng, const CaseSpace& space, const CaseProfile& p, int siz
   return *fit[std::uniform_int_distribution<std::size_t>(0, std::min(open, fit.size()) - 1)(rng)];
 }
 
+using Kind = reference::Optimizer::Kind;
+
+// The optimizer of the next case: plain SGD and each optimizer the implementation takes,
+// evenly; with a declared recipe, only those it runs.
+Kind draw_kind(Rng& rng, const CaseSpace& space) {
+  if (space.recipe.optimizers.empty()) {
+    const int choices = 1 + (space.momentum ? 1 : 0) + (space.adam ? 1 : 0);
+    const int choice = std::uniform_int_distribution<int>(0, choices - 1)(rng);
+    if (choice == 0) return Kind::sgd;
+    return space.adam && (choice == 2 || !space.momentum) ? Kind::adam : Kind::momentum;
+  }
+  std::vector<Kind> run;
+  for (Kind k : {Kind::sgd, Kind::momentum, Kind::adam})
+    if (space.recipe.runs(k) && (k == Kind::sgd || (k == Kind::momentum && space.momentum) ||
+                                 (k == Kind::adam && space.adam)))
+      run.push_back(k);
+  if (run.empty()) return Kind::sgd;  // validate() rejects such a recipe
+  return run[std::uniform_int_distribution<std::size_t>(0, run.size() - 1)(rng)];
+}
+
+// The case's hyperparameters redrawn inside the recipe's ranges, its options kept
+// coherent: Nesterov needs a momentum above 0 and no dampening, a weight decay a
+// convention the implementation takes.
+void within_recipe(Rng& rng, const CaseSpace& space, reference::Case& c) {
+  reference::Optimizer& o = c.optimizer;
+  for (std::size_t i = 0; i < reference::hyperparameters.size(); ++i) {
+    const reference::Hyperparameter& h = reference::hyperparameters[i];
+    if (space.recipe.ranges[i] && h.taken_by(o.kind))
+      h.set(c, draw_inside(rng, *space.recipe.ranges[i]));
+  }
+  if (o.nesterov && (o.momentum == 0.0f || o.dampening != 0.0f)) o.nesterov = false;
+  if (o.weight_decay != 0.0f) {
+    bool coupled = false, decoupled = false;
+    if (o.kind == Kind::momentum && space.momentum)
+      std::tie(coupled, decoupled) =
+          std::pair{space.momentum->coupled_decay, space.momentum->decoupled_decay};
+    if (o.kind == Kind::adam && space.adam)
+      std::tie(coupled, decoupled) =
+          std::pair{space.adam->coupled_decay, space.adam->decoupled_decay};
+    if (o.decay == reference::Optimizer::Decay::coupled && !coupled)
+      o.decay = reference::Optimizer::Decay::decoupled;
+    if (o.decay == reference::Optimizer::Decay::decoupled && !decoupled)
+      o.decay = reference::Optimizer::Decay::coupled;
+  }
+}
+
+// Whether `c` lies where the run draws: inside the recipe, for the run's shard count.
+bool admitted(const CaseSpace& space, const reference::Case& c) {
+  if (!space.num_shards || !space.recipe.even_batches) return space.recipe.admits(c);
+  reference::Case as_run = c;
+  as_run.num_shards = *space.num_shards;
+  return space.recipe.admits(as_run);
+}
+
 reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p, int size) {
   reference::Case c;
   const Shape shape = pick_shape(rng, space, p, size);
@@ -83,6 +140,11 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
   c.d = shape.d;
   c.k = shape.k;
   c.num_shards = std::uniform_int_distribution<int>(1, std::max(1, space.max_shards))(rng);
+  if (space.recipe.even_batches) {
+    // Rows padded up to a multiple of the shard count, as a padding sampler does.
+    const int s = space.num_shards.value_or(c.num_shards);
+    c.n = (c.n + s - 1) / s * s;
+  }
   c.step = draw_step(rng, space.counter);
   for (const reference::InputArray& in : reference::input_arrays) {
     if (in.state) continue;  // drawn with the optimizer below
@@ -95,10 +157,9 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
   // takes; three in four stateful ones carry state (a buffer or a first moment with
   // values like the parameters'; a second moment of squares of such values, tiny in one
   // case of four, where eps dominates), the rest are first steps.
-  const int choices = 1 + (space.momentum ? 1 : 0) + (space.adam ? 1 : 0);
-  const int choice = std::uniform_int_distribution<int>(0, choices - 1)(rng);
-  if (choice > 0) {
-    const bool adam = space.adam && (choice == 2 || !space.momentum);
+  const Kind kind = draw_kind(rng, space);
+  if (kind != Kind::sgd) {
+    const bool adam = kind == Kind::adam;
     c.optimizer = adam ? draw_adam(rng, *space.adam) : draw_momentum(rng, *space.momentum);
     if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
       for (auto* v : {&c.momentum_kernel, &c.momentum_bias}) {
@@ -118,6 +179,7 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
       }
     }
   }
+  if (!space.recipe.empty()) within_recipe(rng, space, c);
   if (p.cancellation) {
     // y = x W + b to float32 (computed in double), then nudged by a few ULPs, so that
     // r is tiny next to the terms that make it.
@@ -353,6 +415,15 @@ rc::Seq<reference::Case> shrink_case(const reference::Case& c) {
   return rc::seq::concat(structural(c), numeric(c));
 }
 
+// The case with its shrinks, each inside the space's recipe when one is declared.
+rc::Shrinkable<reference::Case> shrinkable(const CaseSpace& space, reference::Case c) {
+  if (space.recipe.empty()) return rc::shrinkable::shrinkRecur(std::move(c), &shrink_case);
+  return rc::shrinkable::shrinkRecur(std::move(c), [space](const reference::Case& from) {
+    return rc::seq::filter(shrink_case(from),
+                           [space](const reference::Case& s) { return admitted(space, s); });
+  });
+}
+
 }  // namespace
 
 std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
@@ -431,7 +502,7 @@ rc::Gen<reference::Case> cases(const CaseSpace& space, const CaseProfile& profil
   return rc::Gen<reference::Case>([space, profile](const rc::Random& random, int size) {
     rc::Random r = random;
     Rng rng(r.next());
-    return rc::shrinkable::shrinkRecur(draw_case(rng, space, profile, size), &shrink_case);
+    return shrinkable(space, draw_case(rng, space, profile, size));
   });
 }
 
@@ -443,7 +514,7 @@ rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim) {
     p.max_dim = max_dim;
     p.spread = static_cast<Spread>(std::uniform_int_distribution<int>(0, 2)(rng));
     p.cancellation = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
-    return rc::shrinkable::shrinkRecur(draw_case(rng, space, p, size), &shrink_case);
+    return shrinkable(space, draw_case(rng, space, p, size));
   });
 }
 
@@ -465,13 +536,15 @@ rc::Gen<reference::Case> special_cases(const CaseSpace& space) {
     for (int i = 0; i < count; ++i) {
       const int which = std::uniform_int_distribution<int>(0, 4)(rng);
       if (which == 4) {
-        c.lr = lr_specials[std::uniform_int_distribution<int>(0, 4)(rng)];
+        const float lr = lr_specials[std::uniform_int_distribution<int>(0, 4)(rng)];
+        // A declared lr stays inside its range: the specials go into the arrays alone.
+        if (!space.recipe.range("lr")) c.lr = lr;
         continue;
       }
       auto& v = c.*reference::input_arrays[which].member;
       v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)] = pick();
     }
-    return rc::shrinkable::shrinkRecur(c, &shrink_case);
+    return shrinkable(space, std::move(c));
   });
 }
 

@@ -127,6 +127,8 @@ std::vector<int> shard_counts(const Declaration& d, const Case& c) {
   std::set<int> counts = {1, 2, 3, c.num_shards, c.n + 1};
   if (const int most = d.capabilities.max_shards; most > 0)
     std::erase_if(counts, [&](int s) { return s > most; });
+  // With even batches declared, only counts that divide the batch.
+  if (d.recipe.even_batches) std::erase_if(counts, [&](int s) { return c.n % s != 0; });
   return {counts.begin(), counts.end()};
 }
 
@@ -559,8 +561,13 @@ std::vector<Property> make_properties() {
                "wraps or saturates as declared",
                [](const Declaration& d) { return d.capabilities.step_counter; }, any(4),
                step_as_drawn, step_counter});
-  p.push_back({"zero_lr", "lr = 0 leaves every parameter unchanged", always, any(any_dim),
-               zero_lr_plan, zero_lr});
+  p.push_back({"zero_lr", "lr = 0 leaves every parameter unchanged",
+               // Not where the declared recipe keeps lr away from 0.
+               [](const Declaration& d) {
+                 const auto& lr = d.recipe.range("lr");
+                 return !lr || lr->contains(0.0f);
+               },
+               any(any_dim), zero_lr_plan, zero_lr});
   p.push_back({"special_values",
                "NaN, infinities, -0 and subnormals are handled as declared: outputs that "
                "depend on a non-finite input are non-finite, the rest within the bound",

@@ -103,6 +103,12 @@ CaseSpace case_space(const Declaration& declaration, const RunOptions& options) 
   space.momentum = declaration.capabilities.momentum;
   space.adam = declaration.capabilities.adam;
   space.shapes = options.shapes;
+  space.recipe = declaration.recipe;
+  // Drawn within the declared most shards: an implementation of S ranks can pass every
+  // property, placement included (protocol 1.9).
+  if (const int most = declaration.capabilities.max_shards; most > 0)
+    space.max_shards = std::min(space.max_shards, most);
+  space.num_shards = options.num_shards;
   return space;
 }
 

@@ -83,6 +83,17 @@ std::vector<Entry> make_catalogue() {
   c.push_back(reduced_matmul("bf16-matmul", reference::formats::bfloat16, true,
                              "products read their inputs rounded to bfloat16, accumulate in "
                              "float32; declares compute format bfloat16"));
+  {
+    // The mean-of-shard-means mutant's step, declared for what it is right for: batches
+    // that split evenly over the shards (a padding sampler).
+    Entry even = variant("even-batch-shard-means",
+                         "averages per-shard means, declaring even batches (N a multiple of "
+                         "num_shards, as a padding DistributedSampler guarantees), where that "
+                         "is the batch's mean",
+                         Recipe{.order = Order::sequential, .bug = Bug::mean_of_shard_means}, true);
+    even.declared.even_batches = true;
+    c.push_back(std::move(even));
+  }
   c.push_back(mutant("post-update-loss", Bug::post_update_loss,
                      "returns the loss re-evaluated after the update (logging the loss after "
                      "optimizer.step())",
@@ -220,6 +231,7 @@ class Builtin final : public properties::Implementation {
     declaration_.capabilities.sharded = entry.sharded;
     declaration_.counter = builtin_counter;
     declaration_.arithmetic = entry.arithmetic;
+    declaration_.recipe = entry.declared;
     declaration_.capabilities.momentum = properties::MomentumSupport{
         .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
     declaration_.capabilities.adam =

@@ -48,6 +48,9 @@ void add_run_options(CLI::App& cmd, RunSettings& a) {
                  "Write each shrunk counterexample as a fixture file to DIR");
   cmd.add_option("--xfails", a.xfails_path,
                  "Known deviations: lines 'skip|xfail PROPERTY[:MESSAGE]  # reason'");
+  cmd.add_option("--recipe", a.recipe_path,
+                 "Draw only inside this recipe (JSON: optimizers, hyperparameters, "
+                 "even_batches), narrowing the declared one");
   cmd.add_option("--expect", a.expect,
                  "Verdict that makes the exit status 0: conformant or not_conformant")
       ->transform(CLI::CheckedTransformer(std::map<std::string, ExpectedVerdict>{

@@ -1,4 +1,5 @@
 #include "sgdc/conformance/protocol/messages.hpp"
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 
 #include <fmt/format.h>
 
@@ -483,6 +484,14 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   if (const auto m = j.find("momentum"); m != j.end())
     d.capabilities.momentum = momentum_support(*m);
   if (const auto a = j.find("adam"); a != j.end()) d.capabilities.adam = adam_support(*a);
+  if (const auto r = j.find("recipe"); r != j.end()) {
+    try {
+      d.recipe = decode_recipe(*r);
+      properties::validate(d.recipe, d.capabilities);
+    } catch (const std::invalid_argument& e) {
+      bad(e.what());
+    }
+  }
   return Hello{std::move(d), arrays, positive_count(j, "max_in_flight"),
                positive_count(j, "max_batch")};
 }
@@ -616,6 +625,7 @@ std::string encode_hello_reply(const properties::Declaration& d) {
     if (a->decoupled_decay) decays.push_back("decoupled");
     j["adam"] = {{"weight_decay", decays}, {"eps_root", a->eps_root}};
   }
+  if (!d.recipe.empty()) j["recipe"] = encode_recipe(d.recipe);
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }
 

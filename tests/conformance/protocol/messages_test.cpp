@@ -482,6 +482,53 @@ std::string hello_with(const std::string& fields) {
   return R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[])" + fields + "}";
 }
 
+// --- protocol 1.9: the declared recipe ---
+
+TEST(Messages, HelloRecipe) {
+  const std::string adam = R"(,"adam":{"weight_decay":["decoupled"]})";
+  const properties::Declaration d = decode_hello(hello_with(
+      adam + R"(,"recipe":{"optimizers":["adam"],"hyperparameters":{"lr":0.0003,"b1":0.9,)"
+             R"("weight_decay":[0,0.1]},"even_batches":true})"));
+  ASSERT_EQ(d.recipe.optimizers.size(), 1u);
+  EXPECT_EQ(d.recipe.optimizers[0], reference::Optimizer::Kind::adam);
+  EXPECT_EQ(d.recipe.range("lr"), (properties::ValueRange{0.0003f, 0.0003f}));
+  EXPECT_EQ(d.recipe.range("b1"), (properties::ValueRange{0.9f, 0.9f}));
+  EXPECT_EQ(d.recipe.range("weight_decay"), (properties::ValueRange{0.0f, 0.1f}));
+  EXPECT_FALSE(d.recipe.range("b2"));
+  EXPECT_TRUE(d.recipe.even_batches);
+  // Encoded and decoded again: the same recipe.
+  EXPECT_EQ(decode_hello(encode_hello_reply(d)).recipe, d.recipe);
+  EXPECT_TRUE(decode_hello(hello_with("")).recipe.empty()) << "undeclared: as before";
+}
+
+TEST(Messages, HelloRecipeFaultsNameTheField) {
+  const std::string mom = R"(,"momentum":{"nesterov":true})";
+  const std::pair<std::string, std::string> faults[] = {
+      {R"("recipe":[])", "recipe is not an object"},
+      {R"("recipe":{"optimiser":["sgd"]})", "recipe.optimiser: is not a recipe field"},
+      {R"("recipe":{"optimizers":[]})", "recipe.optimizers: is not a non-empty list"},
+      {R"("recipe":{"optimizers":["adamw"]})", "recipe.optimizers: lists \"adamw\""},
+      {R"("recipe":{"optimizers":["adam"]})", "recipe.optimizers: lists \"adam\", which the "},
+      {R"("recipe":{"hyperparameters":{"learning_rate":0.1}})",
+       "recipe.learning_rate: is not a hyperparameter; known: lr, momentum"},
+      {R"("recipe":{"hyperparameters":{"lr":"0.1"}})", "recipe.lr: is not a number"},
+      {R"("recipe":{"hyperparameters":{"lr":[0.1]}})", "recipe.lr: is not [lo, hi]"},
+      {R"("recipe":{"hyperparameters":{"lr":[0.5,0.1]}})", "recipe.lr: is an empty range"},
+      {R"("recipe":{"hyperparameters":{"lr":-1}})", "recipe.lr: -1 lies outside"},
+      {R"("recipe":{"hyperparameters":{"lr":1e39}})", "recipe.lr: 1e+39 is not a finite float32"},
+      {R"("recipe":{"hyperparameters":{"lr":1e-40}})", "neither 0 nor a normal float32"},
+      {R"("recipe":{"hyperparameters":{"momentum":1.5}})", "recipe.momentum: 1.5 lies outside"},
+      {R"("recipe":{"hyperparameters":{"b1":0.9}})", "recipe.b1: no optimizer the recipe runs"},
+      {R"("recipe":{"hyperparameters":{"dampening":0.5}})",
+       "recipe.dampening: is above 0, but momentum.dampening is not declared"},
+      {R"("recipe":{"hyperparameters":{"weight_decay":0.1}})",
+       "recipe.weight_decay: is above 0, but momentum.weight_decay declares no convention"},
+      {R"("recipe":{"even_batches":1})", "recipe.even_batches: is not true or false"},
+  };
+  for (const auto& [field, needle] : faults)
+    expect_hello_error(hello_with(mom + "," + field), needle);
+}
+
 TEST(Messages, HelloMaxShards) {
   EXPECT_EQ(decode_hello(hello_with("")).capabilities.max_shards, 0) << "no limit";
   EXPECT_EQ(decode_hello(hello_with(R"(,"max_shards":1)")).capabilities.max_shards, 1);

@@ -19,6 +19,8 @@ struct RunSettings {
   std::string impl = "builtin:float32";  ///< what is tested, as named in messages
   SuiteOptions suite;
   std::string json_path, junit_path, xfails_path, save_failures_dir;
+  /// A recipe file (protocol/recipe_json.hpp) that narrows the declared recipe.
+  std::string recipe_path;
   /// The verdict that makes the exit status 0: lets a test assert that a deliberately
   /// broken implementation is rejected.
   ExpectedVerdict expect = ExpectedVerdict::conformant;

@@ -36,6 +36,12 @@ struct CaseSpace {
   /// Adam, when the implementation takes it: the cases are then split evenly between
   /// plain SGD, momentum (if taken) and Adam.
   std::optional<AdamSupport> adam;
+  /// The declared recipe (narrowed by the run's): the optimizers drawn, the hyperparameters'
+  /// ranges, even batches. Cases are drawn and shrunk inside it.
+  DeclaredRecipe recipe;
+  /// The num_shards every case of the run is given afterwards (`--shards`), if any: even
+  /// batches are drawn and shrunk for it.
+  std::optional<int> num_shards;
 };
 
 /// An Adam optimizer within `support`: b1 0.9 in one case of four, 0 in one of eight, else

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sgdc/properties/declared_recipe.hpp"
 #include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/counter.hpp"
@@ -61,6 +62,8 @@ struct Declaration {
   Capabilities capabilities;
   reference::ErrorModel arithmetic;  ///< unit roundoff and subnormal policy the bounds assume
   reference::Counter counter;        ///< the step counter's type and end (with step_counter)
+  /// The training configuration it runs: cases are drawn only inside (validate() holds).
+  DeclaredRecipe recipe;
 };
 
 /// One step's outcome: a result, or the implementation's own rejection of the input

@@ -28,6 +28,8 @@ struct Entry {
   /// `suspected:` line, or the failing property's own verdict); empty where no report
   /// names a class (`sgd-conformance mutants --suspects` tabulates both).
   std::string named_by;
+  /// The recipe it declares (properties::DeclaredRecipe): a variant correct only inside one.
+  properties::DeclaredRecipe declared{};
 };
 
 /// Every built-in, reference first, then variants, then mutants.

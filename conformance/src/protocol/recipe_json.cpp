@@ -1,0 +1,131 @@
+#include "sgdc/conformance/protocol/recipe_json.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sgdc::conformance::protocol {
+
+namespace {
+
+using json = nlohmann::json;
+
+[[noreturn]] void bad(const std::string& field, const std::string& why) {
+  throw std::invalid_argument(fmt::format("recipe.{}: {}", field, why));
+}
+
+std::string show(const json& v) {
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return s.size() > 80 ? s.substr(0, 77) + "..." : s;
+}
+
+// A number, read as the float32 nearest to it, as a framework reads a Python float into
+// a float32 step (0.0003 is the float32 0.000300000014).
+float nearest_float(const json& v, const std::string& field) {
+  if (!v.is_number()) bad(field, fmt::format("is not a number: {}", show(v)));
+  const double d = v.get<double>();
+  const auto f = static_cast<float>(d);
+  if (!std::isfinite(d) || !std::isfinite(f))
+    bad(field, fmt::format("{} is not a finite float32", show(v)));
+  return f;
+}
+
+}  // namespace
+
+properties::DeclaredRecipe decode_recipe(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("recipe is not an object: " + show(j));
+  properties::DeclaredRecipe r;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "optimizers") {
+      if (!value.is_array() || value.empty())
+        bad(key, fmt::format("is not a non-empty list of names: {}", show(value)));
+      for (const json& name : value) {
+        const auto kind = name.is_string()
+                              ? reference::parse_optimizer_kind(name.get_ref<const std::string&>())
+                              : std::nullopt;
+        if (!kind)
+          bad(key, fmt::format("lists {}, expected \"sgd\", \"momentum\" or \"adam\" (AdamW is "
+                               "\"adam\" with adam.weight_decay [\"decoupled\"])",
+                               show(name)));
+        r.optimizers.push_back(*kind);
+      }
+    } else if (key == "hyperparameters") {
+      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      for (const auto& [name, v] : value.items()) {
+        std::size_t i = 0;
+        while (i < reference::hyperparameters.size() && name != reference::hyperparameters[i].name)
+          ++i;
+        if (i == reference::hyperparameters.size()) {
+          std::string known;
+          for (const auto& h : reference::hyperparameters)
+            known += (known.empty() ? "" : ", ") + std::string(h.name);
+          bad(name, "is not a hyperparameter; known: " + known);
+        }
+        if (v.is_array()) {
+          if (v.size() != 2) bad(name, fmt::format("is not [lo, hi]: {}", show(v)));
+          r.ranges[i] =
+              properties::ValueRange{nearest_float(v[0], name), nearest_float(v[1], name)};
+        } else {
+          const float f = nearest_float(v, name);
+          r.ranges[i] = properties::ValueRange{f, f};
+        }
+      }
+    } else if (key == "even_batches") {
+      if (!value.is_boolean()) bad(key, fmt::format("is not true or false: {}", show(value)));
+      r.even_batches = value.get<bool>();
+    } else {
+      bad(key, "is not a recipe field; known: optimizers, hyperparameters, even_batches");
+    }
+  }
+  return r;
+}
+
+// The float32 as its shortest decimal that reads back as it ("0.0003", not the double's
+// 17 digits).
+nlohmann::ordered_json shortest(float f) {
+  return nlohmann::ordered_json::parse(fmt::format("{}", f));
+}
+
+nlohmann::ordered_json encode_recipe(const properties::DeclaredRecipe& r) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!r.optimizers.empty()) {
+    j["optimizers"] = nlohmann::ordered_json::array();
+    for (auto k : r.optimizers) j["optimizers"].push_back(reference::to_string(k));
+  }
+  nlohmann::ordered_json h = nlohmann::ordered_json::object();
+  for (std::size_t i = 0; i < r.ranges.size(); ++i) {
+    const auto& range = r.ranges[i];
+    if (!range) continue;
+    const char* name = reference::hyperparameters[i].name;
+    if (range->fixed())
+      h[name] = shortest(range->lo);
+    else
+      h[name] = {shortest(range->lo), shortest(range->hi)};
+  }
+  if (!h.empty()) j["hyperparameters"] = std::move(h);
+  if (r.even_batches) j["even_batches"] = true;
+  return j;
+}
+
+properties::DeclaredRecipe read_recipe_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(fmt::format("cannot read the recipe file {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(text.str());
+  } catch (const json::parse_error& e) {
+    throw std::invalid_argument(fmt::format("recipe file {} is not JSON: {}", path, e.what()));
+  }
+  try {
+    return decode_recipe(j);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(fmt::format("recipe file {}: {}", path, e.what()));
+  }
+}
+
+}  // namespace sgdc::conformance::protocol

@@ -1,0 +1,153 @@
+#include "sgdc/properties/declared_recipe.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "sgdc/properties/implementation.hpp"
+
+namespace sgdc::properties {
+
+namespace {
+
+using reference::hyperparameters;
+using Kind = reference::Optimizer::Kind;
+
+constexpr std::array<Kind, 3> all_kinds{Kind::sgd, Kind::momentum, Kind::adam};
+
+std::size_t index_of(std::string_view name) {
+  for (std::size_t i = 0; i < hyperparameters.size(); ++i)
+    if (name == hyperparameters[i].name) return i;
+  throw std::logic_error(fmt::format("no hyperparameter named {}", name));
+}
+
+[[noreturn]] void bad(std::string_view field, const std::string& why) {
+  throw std::invalid_argument(fmt::format("recipe.{}: {}", field, why));
+}
+
+std::string show(const ValueRange& r) {
+  return r.fixed() ? fmt::format("{:.9g}", r.lo) : fmt::format("[{:.9g}, {:.9g}]", r.lo, r.hi);
+}
+
+}  // namespace
+
+bool DeclaredRecipe::empty() const {
+  return optimizers.empty() && !even_batches &&
+         std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
+}
+
+bool DeclaredRecipe::runs(Kind kind) const {
+  return optimizers.empty() ||
+         std::find(optimizers.begin(), optimizers.end(), kind) != optimizers.end();
+}
+
+const std::optional<ValueRange>& DeclaredRecipe::range(std::string_view name) const {
+  return ranges[index_of(name)];
+}
+
+bool DeclaredRecipe::admits(const reference::Case& c) const {
+  if (!runs(c.optimizer.kind)) return false;
+  if (even_batches && c.n % c.num_shards != 0) return false;
+  for (std::size_t i = 0; i < hyperparameters.size(); ++i)
+    if (ranges[i] && hyperparameters[i].taken_by(c.optimizer.kind) &&
+        !ranges[i]->contains(hyperparameters[i].get(c)))
+      return false;
+  return true;
+}
+
+void validate(const DeclaredRecipe& r, const Capabilities& caps) {
+  for (Kind k : r.optimizers) {
+    if (k == Kind::momentum && !caps.momentum)
+      bad("optimizers", "lists \"momentum\", which the implementation does not declare (momentum)");
+    if (k == Kind::adam && !caps.adam)
+      bad("optimizers", "lists \"adam\", which the implementation does not declare (adam)");
+  }
+  // The optimizers cases may be drawn for.
+  std::vector<Kind> run;
+  for (Kind k : all_kinds)
+    if (r.runs(k) && (k == Kind::sgd || (k == Kind::momentum && caps.momentum) ||
+                      (k == Kind::adam && caps.adam)))
+      run.push_back(k);
+  for (std::size_t i = 0; i < hyperparameters.size(); ++i) {
+    if (!r.ranges[i]) continue;
+    const reference::Hyperparameter& h = hyperparameters[i];
+    const ValueRange& v = *r.ranges[i];
+    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) bad(h.name, "is not finite: " + show(v));
+    if (v.lo > v.hi) bad(h.name, fmt::format("is an empty range: {:.9g} > {:.9g}", v.lo, v.hi));
+    for (float end : {v.lo, v.hi}) {
+      if (!h.valid(end))
+        bad(h.name, fmt::format("{} lies outside where the step is defined ({}{:.9g}, {:.9g}{})",
+                                show(v), h.lowest_open ? "(" : "[", h.lowest, h.highest,
+                                h.highest_open ? ")" : "]"));
+      if (end != 0.0f && std::abs(end) < 0x1p-126f)
+        bad(h.name, fmt::format("{:.9g} is neither 0 nor a normal float32", end));
+    }
+    if (std::none_of(run.begin(), run.end(), [&](Kind k) { return h.taken_by(k); }))
+      bad(h.name, "no optimizer the recipe runs takes it");
+    if (v.lo > 0.0f) {
+      const std::string_view name = h.name;
+      if (name == "dampening" && !(caps.momentum && caps.momentum->dampening))
+        bad(h.name, "is above 0, but momentum.dampening is not declared");
+      if (name == "eps_root" && !(caps.adam && caps.adam->eps_root))
+        bad(h.name, "is above 0, but adam.eps_root is not declared");
+      if (name == "weight_decay")
+        for (Kind k : run) {
+          const bool taken =
+              k == Kind::momentum ? caps.momentum->coupled_decay || caps.momentum->decoupled_decay
+              : k == Kind::adam   ? caps.adam->coupled_decay || caps.adam->decoupled_decay
+                                  : true;
+          if (!taken)
+            bad(h.name, fmt::format("is above 0, but {}.weight_decay declares no convention",
+                                    reference::to_string(k)));
+        }
+    }
+  }
+}
+
+DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& asked) {
+  DeclaredRecipe out;
+  if (declared.optimizers.empty()) {
+    out.optimizers = asked.optimizers;
+  } else if (asked.optimizers.empty()) {
+    out.optimizers = declared.optimizers;
+  } else {
+    for (Kind k : declared.optimizers)
+      if (asked.runs(k)) out.optimizers.push_back(k);
+    if (out.optimizers.empty())
+      bad("optimizers", "the recipe asked for shares no optimizer with the declared one");
+  }
+  out.even_batches = declared.even_batches || asked.even_batches;
+  for (std::size_t i = 0; i < out.ranges.size(); ++i) {
+    const auto &a = declared.ranges[i], &b = asked.ranges[i];
+    if (!a || !b) {
+      out.ranges[i] = a ? a : b;
+      continue;
+    }
+    const ValueRange both{std::max(a->lo, b->lo), std::min(a->hi, b->hi)};
+    if (both.lo > both.hi)
+      bad(hyperparameters[i].name,
+          fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
+    out.ranges[i] = both;
+  }
+  return out;
+}
+
+float draw_inside(std::mt19937_64& rng, const ValueRange& range) {
+  if (range.fixed()) return range.lo;
+  const int which = std::uniform_int_distribution<int>(0, 3)(rng);
+  if (which == 0) return range.lo;
+  if (which == 1) return range.hi;
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  const double v = range.lo > 0.0f
+                       ? std::exp(std::log(double(range.lo)) +
+                                  u * (std::log(double(range.hi)) - std::log(double(range.lo))))
+                       : double(range.lo) + u * (double(range.hi) - double(range.lo));
+  float f = std::clamp(static_cast<float>(v), range.lo, range.hi);
+  // A hyperparameter is 0 or a normal float32 (reference::Case::validate).
+  if (f != 0.0f && std::abs(f) < 0x1p-126f) f = range.hi >= 0x1p-126f ? 0x1p-126f : 0.0f;
+  return f;
+}
+
+}  // namespace sgdc::properties

@@ -1,0 +1,69 @@
+#pragma once
+/// \file
+/// The step's hyperparameters as data (docs/spec/step.md, "Optimizers"): one row per
+/// hyperparameter, naming it as the protocol, fixtures and recipes do, the optimizers that
+/// take it, and the values where the step is defined. Code that needs every hyperparameter
+/// (a declared recipe, its codec, a report of drawn ranges) reads this table.
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+#include "sgdc/reference/case.hpp"
+
+namespace sgdc::reference {
+
+/// One hyperparameter of the step.
+struct Hyperparameter {
+  const char* name;  ///< as in the protocol, fixtures and recipes
+  /// Which optimizers take it: plain SGD only `lr`.
+  bool sgd, momentum, adam;
+  /// The finite values where the step is defined: [lowest, highest], each end open when
+  /// its flag says so (eps > 0, b1 < 1).
+  float lowest, highest;
+  bool lowest_open, highest_open;
+  float (*get)(const Case&);
+  void (*set)(Case&, float);
+
+  /// Whether the optimizer `kind` takes this hyperparameter.
+  bool taken_by(Optimizer::Kind kind) const {
+    return kind == Optimizer::Kind::sgd ? sgd : kind == Optimizer::Kind::momentum ? momentum : adam;
+  }
+  /// Whether `v` lies where the step is defined.
+  bool valid(float v) const {
+    return (lowest_open ? v > lowest : v >= lowest) && (highest_open ? v < highest : v <= highest);
+  }
+};
+
+namespace detail {
+inline constexpr float unbounded = 3.40282347e38f;  // FLT_MAX: any finite value
+}
+
+/// Every hyperparameter, in protocol order.
+inline constexpr std::array<Hyperparameter, 8> hyperparameters{{
+    {"lr", true, true, true, 0.0f, detail::unbounded, false, false,
+     [](const Case& c) { return c.lr; }, [](Case& c, float v) { c.lr = v; }},
+    {"momentum", false, true, false, 0.0f, 1.0f, false, false,
+     [](const Case& c) { return c.optimizer.momentum; },
+     [](Case& c, float v) { c.optimizer.momentum = v; }},
+    {"dampening", false, true, false, 0.0f, 1.0f, false, false,
+     [](const Case& c) { return c.optimizer.dampening; },
+     [](Case& c, float v) { c.optimizer.dampening = v; }},
+    {"weight_decay", false, true, true, 0.0f, detail::unbounded, false, false,
+     [](const Case& c) { return c.optimizer.weight_decay; },
+     [](Case& c, float v) { c.optimizer.weight_decay = v; }},
+    {"b1", false, false, true, 0.0f, 1.0f, false, true,
+     [](const Case& c) { return c.optimizer.b1; }, [](Case& c, float v) { c.optimizer.b1 = v; }},
+    {"b2", false, false, true, 0.0f, 1.0f, false, true,
+     [](const Case& c) { return c.optimizer.b2; }, [](Case& c, float v) { c.optimizer.b2 = v; }},
+    {"eps", false, false, true, 0.0f, detail::unbounded, true, false,
+     [](const Case& c) { return c.optimizer.eps; }, [](Case& c, float v) { c.optimizer.eps = v; }},
+    {"eps_root", false, false, true, 0.0f, detail::unbounded, false, false,
+     [](const Case& c) { return c.optimizer.eps_root; },
+     [](Case& c, float v) { c.optimizer.eps_root = v; }},
+}};
+
+/// The row named `name`, or none.
+std::optional<Hyperparameter> find_hyperparameter(std::string_view name);
+
+}  // namespace sgdc::reference
