@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sgdc/conformance/protocol/messages.hpp"
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/oracle.hpp"
@@ -150,7 +151,8 @@ TEST(SpecExamples, EveryTagIsChecked) {
                                                "bye",
                                                "step-binary",
                                                "result-binary",
-                                               "step-batch"};
+                                               "step-batch",
+                                               "recipe"};
   const std::set<std::string> step_tags = {"worked-example", "counter"};
   std::set<std::string> found;
   for (const auto& [tag, b] : protocol_blocks()) found.insert(tag);
@@ -252,6 +254,21 @@ TEST(SpecExamples, MinimalHelloReplyHasEveryDefault) {
   EXPECT_EQ(d.capabilities.placement, sharding::PlacementRule::flat);
   EXPECT_EQ(d.counter.type, reference::CounterType::int64);
   EXPECT_EQ(d.counter.at_end, reference::CounterEnd::untested);
+}
+
+TEST(SpecExamples, Recipe) {
+  const properties::DeclaredRecipe r =
+      decode_recipe(nlohmann::json::parse(one_line(block(protocol_blocks(), "recipe"))));
+  EXPECT_EQ(r.optimizers, std::vector{reference::Optimizer::Kind::adam});
+  EXPECT_EQ(r.range("lr"), (properties::ValueRange{0.0003f, 0.0003f}));
+  EXPECT_EQ(r.range("b2"), (properties::ValueRange{0.95f, 0.95f}));
+  EXPECT_EQ(r.range("weight_decay"), (properties::ValueRange{0.0f, 0.1f}));
+  EXPECT_TRUE(r.even_batches);
+  // Valid for an AdamW implementation.
+  properties::Capabilities caps;
+  caps.adam = properties::AdamSupport{.decoupled_decay = true};
+  EXPECT_NO_THROW(properties::validate(r, caps));
+  EXPECT_EQ(encode_recipe(r).dump(), one_line(block(protocol_blocks(), "recipe")));
 }
 
 TEST(SpecExamples, FullHelloReply) {

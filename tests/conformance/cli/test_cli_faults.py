@@ -133,6 +133,24 @@ check("reject: counterexample, not fault",
       data and all("fault" not in q and "rejected a" in q["counterexample"]["message"]
                    for q in data["properties"] if q["verdict"] == "fail"), p.stdout[-400:])
 
+# A recipe file (run --recipe) that cannot be used: exit 2, the file and the field named.
+for text, words in [("{", "is not JSON"), ('{"optimizers": ["adamw"]}', "recipe.optimizers"),
+                    ('{"hyperparameters": {"lr": [1, 0.5]}}', "recipe.lr: is an empty range"),
+                    ('{"optimizers": ["sgd"], "hyperparameters": {"b1": 0.9}}',
+                     "recipe.b1: no optimizer"),
+                    ('{"even_batch": true}', "recipe.even_batch: is not a recipe field")]:
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(text)
+    p = subprocess.run([CLI, "run", "--recipe", f.name], capture_output=True, text=True,
+                       timeout=60)
+    os.unlink(f.name)
+    check(f"recipe {text}: exit 2", p.returncode == 2, f"exit {p.returncode}")
+    check(f"recipe {text}: names the problem", words in p.stderr, p.stderr)
+p = subprocess.run([CLI, "run", "--recipe", "/nonexistent/recipe.json"], capture_output=True,
+                   text=True, timeout=60)
+check("recipe missing file: exit 2 and named",
+      p.returncode == 2 and "/nonexistent/recipe.json" in p.stderr, p.stderr)
+
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")
 shutil.rmtree(_own_dir, ignore_errors=True)

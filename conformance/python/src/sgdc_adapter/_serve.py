@@ -264,6 +264,29 @@ class Declarations(TypedDict, total=False):
     placement: str | None
     momentum: MomentumSupport | Mapping[str, Any] | None
     adam: AdamSupport | Mapping[str, Any] | None
+    recipe: Mapping[str, Any] | None
+
+
+RECIPE_FIELDS = ("optimizers", "hyperparameters", "even_batches")
+
+
+def recipe_declaration(recipe: Mapping[str, Any]) -> dict[str, Any]:
+    """The hello's "recipe" (docs/spec/protocol.md, "The declared recipe"): the optimizers
+    run, a value or [lo, hi] per hyperparameter, even batches. Its fields are checked
+    here; their values by the suite, whose handshake error names a bad one."""
+    if not isinstance(recipe, Mapping):
+        raise ValueError(f"recipe must be a mapping, got {recipe!r}")
+    unknown = [k for k in recipe if k not in RECIPE_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown recipe fields {unknown}; known: {list(RECIPE_FIELDS)}")
+    out = dict(recipe)
+    if "hyperparameters" in out:
+        out["hyperparameters"] = {
+            str(k): [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
+            for k, v in dict(out["hyperparameters"]).items()}
+    if "optimizers" in out:
+        out["optimizers"] = [str(o) for o in out["optimizers"]]
+    return out
 
 
 def compute_format_declaration(fmt: ComputeFormat) -> str | dict[str, int]:
@@ -302,7 +325,8 @@ class Adapter:
                  counter: tuple[str, str] | None = None,
                  placement: str | None = None,
                  momentum: MomentumSupport | Mapping[str, Any] | None = None,
-                 adam: AdamSupport | Mapping[str, Any] | None = None) -> None:
+                 adam: AdamSupport | Mapping[str, Any] | None = None,
+                 recipe: Mapping[str, Any] | None = None) -> None:
         if (step is None) == (step_batch is None):
             raise ValueError("give exactly one of step (one case at a time) and step_batch "
                              "(a list of cases)")
@@ -362,6 +386,8 @@ class Adapter:
         if self.adam is not None:
             self.hello["adam"] = {"weight_decay": list(self.adam.weight_decay),
                                   "eps_root": self.adam.eps_root}
+        if recipe is not None:
+            self.hello["recipe"] = recipe_declaration(recipe)
         self.step = step
         self.step_batch = step_batch
         self.max_batch: int = max_batch if step_batch is not None and max_batch is not None else 1
