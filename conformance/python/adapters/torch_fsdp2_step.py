@@ -3,7 +3,7 @@
 served by the kit's FSDP2 harness (`sgdc_adapter.torch.serve_fsdp2`: the rank world,
 loading each case into the ranks' shards and reading them back; docs/sharded.md).
 
-    conformance/python/run-adapter conformance/python/adapters/torch_fsdp2_step.py [--mutant NAME]
+    conformance/python/run-adapter conformance/python/adapters/torch_fsdp2_step.py [--mutant NAME] [--even-batches]
 
 The user's part is below: an nn.Linear, one `fully_shard` that sums the ranks'
 gradients, torch.optim's SGD, Adam or AdamW (the kit's default optimizer_fn) and the
@@ -19,10 +19,17 @@ Mutants (--mutant, each a bug a user of FSDP2 could write; the suite must reject
                        are reduced in bfloat16 (rounded to 8 bits even at S = 1)
   drop_remainder_rows  each rank takes N // S rows (DistributedSampler's drop_last): the
                        N % S remainder rows are lost
+  per_rank_mse_loss    the tutorials' configuration: fully_shard's default average of each
+                       rank's F.mse_loss over its own rows; the batch's mean only when
+                       every rank has as many rows (see --even-batches)
   replicated_state     no fully_shard: every rank keeps the whole layer and all-reduces
                        its whole gradients (replication, as HSDP with one shard per
                        replica does): numbers right, state not sharded, and the layout
                        says so
+
+--even-batches declares the recipe's even batches (N always a multiple of num_shards, as a
+padding DistributedSampler guarantees). Under it per_rank_mse_loss is the batch's mean and
+conforms; undeclared it is rejected.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ if __name__ != "__main__":  # only the ranks (which import this file) run torch
     import torch.distributed.fsdp as fsdp
     import torch.nn.functional as F
 MUTANTS = ("mean_of_shard_means", "missing_average", "reduce_dtype_bf16", "drop_remainder_rows",
-           "replicated_state")
+           "per_rank_mse_loss", "replicated_state")
 
 
 def model_fn(d: int, k: int) -> Any:
@@ -57,6 +64,21 @@ def parallelize_fn(model: Any, mesh: Any, reduce_dtype: Any = None) -> None:
 
 def bf16_reduction(model: Any, mesh: Any) -> None:
     parallelize_fn(model, mesh, reduce_dtype=torch.bfloat16)
+
+
+def averaged(model: Any, mesh: Any) -> None:
+    fsdp.fully_shard(model, mesh=mesh)  # FSDP2's default: the ranks' gradients averaged
+
+
+def per_rank_mse_loss(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    optimizer.zero_grad()
+    loss = F.mse_loss(model(x), y)
+    loss.backward()
+    optimizer.step()
+    loss = loss.detach()
+    group = model.weight.device_mesh.get_group()
+    dist.all_reduce(loss, group=group)
+    return loss / dist.get_world_size(group)
 
 
 def replicate(model: Any, mesh: Any) -> None:
@@ -108,13 +130,18 @@ def drop_remainder_rows(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one FSDP2 usage bug")
-    mutant = parser.parse_args().mutant
-    parallelize = {"reduce_dtype_bf16": bf16_reduction, "replicated_state": replicate}
+    parser.add_argument("--even-batches", action="store_true",
+                        help="declare that N is always a multiple of num_shards")
+    args = parser.parse_args()
+    mutant = args.mutant
+    parallelize = {"reduce_dtype_bf16": bf16_reduction, "replicated_state": replicate,
+                   "per_rank_mse_loss": averaged}
     train = {"mean_of_shard_means": mean_of_shard_means, "missing_average": missing_average,
-             "drop_remainder_rows": drop_remainder_rows}
+             "drop_remainder_rows": drop_remainder_rows, "per_rank_mse_loss": per_rank_mse_loss}
     sgdc_adapter.torch.serve_fsdp2(
         model_fn, parallelize.get(mutant, parallelize_fn), train_step=train.get(mutant),
-        name="torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}")
+        name="torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}",
+        **({"recipe": {"even_batches": True}} if args.even_batches else {}))
 
 
 if __name__ == "__main__":
