@@ -114,7 +114,7 @@ Besides the protocol's fields, the hello reply carries the additive fields of
 docs/spec/protocol.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
 (the suite may send cases ahead of their answers: the kit reads and answers messages in
 order), and as declared "max_shards", "max_batch", "counter", "placement",
-"compute_format", "momentum", "adam". When the suite offers binary arrays, the kit
+"compute_format", "momentum", "adam", "recipe". When the suite offers binary arrays, the kit
 accepts them ("array_encoding": "binary"): arrays then travel as raw bytes after each
 line instead of base64 inside it, which the step never sees.
 """
