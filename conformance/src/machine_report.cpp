@@ -130,6 +130,16 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                                       {"state_bytes", state},
                                       {"meaning", "storage, not peak memory"}};
     }
+    {
+      const auto& options = properties::exercised_options();
+      json counts = json::object(), ranges = json::object();
+      for (std::size_t i = 0; i < options.size(); ++i)
+        counts[options[i].name] = p.exercised.counts[i];
+      for (std::size_t i = 0; i < p.exercised.ranges.size(); ++i)
+        if (const auto& range = p.exercised.ranges[i])
+          ranges[reference::hyperparameters[i].name] = {range->first, range->second};
+      jp["exercised"] = {{"cases", p.exercised.cases}, {"options", counts}, {"ranges", ranges}};
+    }
     if (!p.discard_reasons.empty()) {
       json reasons = json::array();
       for (const auto& [reason, count] : p.discard_reasons)
@@ -155,6 +165,9 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
     props.push_back(std::move(jp));
   }
   j["properties"] = std::move(props);
+  properties::Exercised all;
+  for (const PropertyOutcome& o : r.properties) all.merge(o.report.exercised);
+  j["warnings"] = properties::unexercised(all, r.declaration);
   os << j.dump(2) << "\n";
 }
 
@@ -179,11 +192,26 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
     os << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",
                       escape_xml("sgd-conformance." + r.declaration.name), p.property, p.seconds);
     const std::string v = o.verdict();
+    os << ">\n";
+    // What the judged cases exercised, as JUnit properties.
+    if (p.exercised.cases > 0) {
+      os << "      <properties>\n";
+      os << fmt::format("        <property name=\"exercised.cases\" value=\"{}\"/>\n",
+                        p.exercised.cases);
+      const auto& options = properties::exercised_options();
+      for (std::size_t i = 0; i < options.size(); ++i)
+        os << fmt::format("        <property name=\"exercised.{}\" value=\"{}\"/>\n",
+                          escape_xml(options[i].name), p.exercised.counts[i]);
+      for (std::size_t i = 0; i < p.exercised.ranges.size(); ++i)
+        if (const auto& range = p.exercised.ranges[i])
+          os << fmt::format("        <property name=\"drawn.{}\" value=\"{:.9g} {:.9g}\"/>\n",
+                            reference::hyperparameters[i].name, range->first, range->second);
+      os << "      </properties>\n";
+    }
     if (v == "pass" || v == "xpass") {
-      os << "/>\n";
+      os << "    </testcase>\n";
       continue;
     }
-    os << ">\n";
     if (o.counts_as_failure()) {
       // The message sums the counterexample up in one line; the body carries what the
       // text report prints under it (shrunk inputs, verdict, replay), after any fault.

@@ -161,6 +161,17 @@ void write_text_report(std::ostream& os, const SuiteReport& r, const std::string
     fmt::print(os, "{}: judged on {} of {} drawn cases, {} discarded ({})\n", p.property, p.cases,
                p.cases + p.discarded, p.discarded, why);
   }
+  // What the judged cases exercised, per property, and what was declared but never run.
+  properties::Exercised all;
+  for (const PropertyOutcome& o : r.properties) all.merge(o.report.exercised);
+  if (all.cases > 0) {
+    fmt::print(os, "\nexercised (judged cases: optimizers and options; drawn hyperparameters):\n");
+    for (const PropertyOutcome& o : r.properties)
+      if (o.report.exercised.cases > 0)
+        fmt::print(os, "  {:<16} {}\n", o.report.property, o.report.exercised.summary());
+    for (const std::string& w : properties::unexercised(all, r.declaration))
+      fmt::print(os, "warning: {}\n", w);
+  }
   for (const PropertyOutcome& o : r.properties) {
     if (const auto& s = o.report.observations.shard_storage)
       write_shard_storage(os, *s, o.report.property);

@@ -174,6 +174,7 @@ PropertyReport run_property(const Property& property, Implementation& impl,
         continue;
       }
       report.observations.merge(obs[i]);
+      report.exercised.add(cases[i]);
       ++report.cases;
       if (progress) progress(report.cases);
       if (is_expected_failure(options, j)) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sgdc/properties/exercised.hpp"
 #include "sgdc/properties/property.hpp"
 #include "sgdc/properties/shapes.hpp"
 
@@ -70,6 +71,8 @@ struct PropertyReport {
   std::vector<std::pair<std::string, int>> discard_reasons;
   bool passed = true;
   Observations observations;
+  /// What the judged cases (`cases`) ran: optimizers, options, hyperparameter ranges.
+  Exercised exercised;
   std::optional<Counterexample> counterexample;
   std::optional<std::string>
       fault;             ///< the implementation broke, or no case was usable: what happened

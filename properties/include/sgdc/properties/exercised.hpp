@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// What a property's judged cases exercised: how many ran each optimizer and option, and
+/// the range of each drawn hyperparameter, so that a report says what a pass covers.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sgdc/reference/case.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
+
+namespace sgdc::properties {
+
+struct Declaration;
+
+/// One option a case may exercise, in report order (the table in exercised.cpp).
+struct ExercisedOption {
+  const char* name;  ///< e.g. "nesterov", "decay decoupled", "carried state"
+  bool (*in)(const reference::Case&);
+};
+
+/// The options counted, in report order.
+const std::vector<ExercisedOption>& exercised_options();
+
+/// Counts over the judged cases of one property.
+struct Exercised {
+  int cases = 0;
+  std::vector<int> counts = std::vector<int>(exercised_options().size(), 0);
+  /// Smallest and largest finite value drawn of each hyperparameter (indexed as
+  /// reference::hyperparameters) over the cases whose optimizer takes it.
+  std::array<std::optional<std::pair<float, float>>, reference::hyperparameters.size()> ranges{};
+
+  void add(const reference::Case& c);
+  void merge(const Exercised& other);
+  /// "sgd 34, momentum 33, nesterov 8, ...; lr [1e-09, 95.3], ..." (options never seen left
+  /// out).
+  std::string summary() const;
+};
+
+/// What `d` declares that `e` never exercised, one warning each ("no case ran Nesterov
+/// momentum, which the implementation declares").
+std::vector<std::string> unexercised(const Exercised& e, const Declaration& d);
+
+}  // namespace sgdc::properties

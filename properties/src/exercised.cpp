@@ -1,0 +1,116 @@
+#include "sgdc/properties/exercised.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sgdc/properties/implementation.hpp"
+
+namespace sgdc::properties {
+
+namespace {
+
+using Kind = reference::Optimizer::Kind;
+using Decay = reference::Optimizer::Decay;
+
+bool stateful(const reference::Case& c) { return c.optimizer.kind != Kind::sgd; }
+
+}  // namespace
+
+const std::vector<ExercisedOption>& exercised_options() {
+  static const std::vector<ExercisedOption> options = {
+      {"sgd", [](const reference::Case& c) { return c.optimizer.kind == Kind::sgd; }},
+      {"momentum", [](const reference::Case& c) { return c.optimizer.kind == Kind::momentum; }},
+      {"adam", [](const reference::Case& c) { return c.optimizer.kind == Kind::adam; }},
+      {"nesterov", [](const reference::Case& c) { return c.optimizer.nesterov; }},
+      {"dampening", [](const reference::Case& c) { return c.optimizer.dampening != 0.0f; }},
+      {"decay coupled",
+       [](const reference::Case& c) {
+         return c.optimizer.weight_decay != 0.0f && c.optimizer.decay == Decay::coupled;
+       }},
+      {"decay decoupled",
+       [](const reference::Case& c) {
+         return c.optimizer.weight_decay != 0.0f && c.optimizer.decay == Decay::decoupled;
+       }},
+      {"eps_root", [](const reference::Case& c) { return c.optimizer.eps_root != 0.0f; }},
+      {"fresh state", [](const reference::Case& c) { return stateful(c) && c.fresh_state(); }},
+      {"carried state", [](const reference::Case& c) { return stateful(c) && !c.fresh_state(); }},
+      {"num_shards > 1", [](const reference::Case& c) { return c.num_shards > 1; }},
+      {"uneven shards", [](const reference::Case& c) { return c.n % c.num_shards != 0; }},
+  };
+  return options;
+}
+
+void Exercised::add(const reference::Case& c) {
+  ++cases;
+  const auto& options = exercised_options();
+  for (std::size_t i = 0; i < options.size(); ++i) counts[i] += options[i].in(c) ? 1 : 0;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const reference::Hyperparameter& h = reference::hyperparameters[i];
+    const float v = h.get(c);
+    if (!h.taken_by(c.optimizer.kind) || !std::isfinite(v)) continue;
+    auto& r = ranges[i];
+    r = r ? std::pair{std::min(r->first, v), std::max(r->second, v)} : std::pair{v, v};
+  }
+}
+
+void Exercised::merge(const Exercised& other) {
+  cases += other.cases;
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto& o = other.ranges[i];
+    if (!o) continue;
+    auto& r = ranges[i];
+    r = r ? std::pair{std::min(r->first, o->first), std::max(r->second, o->second)} : *o;
+  }
+}
+
+std::string Exercised::summary() const {
+  std::string out;
+  const auto& options = exercised_options();
+  for (std::size_t i = 0; i < options.size(); ++i)
+    if (counts[i] > 0)
+      out += fmt::format("{}{} {}", out.empty() ? "" : ", ", options[i].name, counts[i]);
+  std::string drawn;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto& r = ranges[i];
+    if (!r) continue;
+    drawn += fmt::format("{}{} ", drawn.empty() ? "" : ", ", reference::hyperparameters[i].name);
+    drawn += r->first == r->second ? fmt::format("{:.3g}", r->first)
+                                   : fmt::format("[{:.3g}, {:.3g}]", r->first, r->second);
+  }
+  return drawn.empty() ? out : out + "; " + drawn;
+}
+
+std::vector<std::string> unexercised(const Exercised& e, const Declaration& d) {
+  auto count = [&](std::string_view name) {
+    const auto& options = exercised_options();
+    for (std::size_t i = 0; i < options.size(); ++i)
+      if (name == options[i].name) return e.counts[i];
+    return 0;
+  };
+  std::vector<std::pair<std::string_view, bool>> declared;
+  const Capabilities& c = d.capabilities;
+  const DeclaredRecipe& r = d.recipe;
+  if (c.momentum && r.runs(Kind::momentum)) {
+    declared.insert(declared.end(), {{"momentum", true},
+                                     {"nesterov", c.momentum->nesterov},
+                                     {"dampening", c.momentum->dampening}});
+  }
+  if (c.adam && r.runs(Kind::adam))
+    declared.insert(declared.end(), {{"adam", true}, {"eps_root", c.adam->eps_root}});
+  const bool coupled =
+      (c.momentum && c.momentum->coupled_decay) || (c.adam && c.adam->coupled_decay);
+  const bool decoupled =
+      (c.momentum && c.momentum->decoupled_decay) || (c.adam && c.adam->decoupled_decay);
+  declared.insert(declared.end(), {{"decay coupled", coupled}, {"decay decoupled", decoupled}});
+  std::vector<std::string> out;
+  for (const auto& [name, on] : declared)
+    if (on && count(name) == 0)
+      out.push_back(
+          fmt::format("no judged case exercised {}, which the implementation declares", name));
+  return out;
+}
+
+}  // namespace sgdc::properties

@@ -1,0 +1,83 @@
+// What a run exercised: counts per option, drawn ranges, and the declared options no judged
+// case ran.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "sgdc/properties/exercised.hpp"
+#include "sgdc/properties/implementation.hpp"
+#include "sgdc/reference/worked_example.hpp"
+
+namespace sgdc::properties {
+namespace {
+
+int count(const Exercised& e, std::string_view name) {
+  const auto& options = exercised_options();
+  for (std::size_t i = 0; i < options.size(); ++i)
+    if (name == options[i].name) return e.counts[i];
+  ADD_FAILURE() << "no option " << name;
+  return -1;
+}
+
+reference::Case nesterov_case() {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.optimizer.momentum = 0.9f;
+  c.optimizer.nesterov = true;
+  c.optimizer.weight_decay = 0.01f;
+  c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+  c.num_shards = 2;
+  return c;
+}
+
+TEST(Exercised, CountsOptionsAndRanges) {
+  Exercised e;
+  reference::Case plain = reference::worked_example();
+  plain.lr = 0.5f;
+  e.add(plain);
+  e.add(nesterov_case());
+  EXPECT_EQ(e.cases, 2);
+  EXPECT_EQ(count(e, "sgd"), 1);
+  EXPECT_EQ(count(e, "momentum"), 1);
+  EXPECT_EQ(count(e, "nesterov"), 1);
+  EXPECT_EQ(count(e, "decay decoupled"), 1);
+  EXPECT_EQ(count(e, "decay coupled"), 0);
+  EXPECT_EQ(count(e, "fresh state"), 1);
+  EXPECT_EQ(count(e, "num_shards > 1"), 1);
+  ASSERT_TRUE(e.ranges[0]);  // lr
+  EXPECT_EQ(e.ranges[0]->first, std::min(0.5f, nesterov_case().lr));
+  EXPECT_EQ(e.ranges[0]->second, std::max(0.5f, nesterov_case().lr));
+  EXPECT_FALSE(e.ranges[4]) << "b1: no Adam case";
+  Exercised twice = e;
+  twice.merge(e);
+  EXPECT_EQ(twice.cases, 4);
+  EXPECT_EQ(count(twice, "nesterov"), 2);
+  EXPECT_NE(e.summary().find("nesterov 1"), std::string::npos) << e.summary();
+}
+
+TEST(Exercised, WarnsOfDeclaredOptionsNeverRun) {
+  Declaration d;
+  d.capabilities.momentum = MomentumSupport{.nesterov = true, .decoupled_decay = true};
+  Exercised only_plain;
+  only_plain.add(reference::worked_example());
+  const auto w = unexercised(only_plain, d);
+  auto warns = [&](std::string_view what) {
+    return std::any_of(w.begin(), w.end(),
+                       [&](const std::string& s) { return s.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(warns("exercised momentum,"));
+  EXPECT_TRUE(warns("exercised nesterov,"));
+  EXPECT_TRUE(warns("exercised decay decoupled,"));
+  EXPECT_FALSE(warns("dampening")) << "not declared";
+  Exercised all = only_plain;
+  all.add(nesterov_case());
+  EXPECT_TRUE(unexercised(all, d).empty());
+  // A recipe that runs no momentum: its options are not owed.
+  d.recipe.optimizers = {reference::Optimizer::Kind::sgd};
+  d.capabilities.momentum->decoupled_decay = false;
+  EXPECT_TRUE(unexercised(only_plain, d).empty());
+}
+
+}  // namespace
+}  // namespace sgdc::properties
