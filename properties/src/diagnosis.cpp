@@ -221,6 +221,14 @@ std::optional<const char*> narrow_gradients(const reference::StepResult& r,
   return std::nullopt;
 }
 
+// a + b elementwise; b alone where a is empty.
+std::vector<double> plus(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty()) return b;
+  std::vector<double> out(b);
+  for (std::size_t i = 0; i < out.size() && i < a.size(); ++i) out[i] += a[i];
+  return out;
+}
+
 struct Group {
   const char* name;
   std::vector<double> reported, exact;
@@ -232,6 +240,8 @@ struct Group {
   // 10^-2 of the exact values may still be told from them element by element (fits).
   std::vector<float> got = {};
   std::vector<reference::Expected> want = {};
+  // What `got` adds to the group's values (the parameters before an update), or nothing.
+  std::vector<double> base = {};
 };
 
 // Whether some value of `got` lies outside its element's derived bound.
@@ -325,9 +335,32 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
     if (!decoupled) ge[i] += wd * p[i];
 
   if (o.kind == Kind::momentum) {
+    const double mu = o.momentum, keep = 1.0 - double(reference::applied_dampening(o));
+    const std::vector<float> b_got = joined(r.momentum_kernel, r.momentum_bias);
+    const std::vector<reference::Expected> b_want = joined(e.momentum_kernel, e.momentum_bias);
+    // The buffer as the other weight-decay convention, or a dampened first step, makes it.
+    auto buffer = [&](bool swap_decay, bool dampen_fresh) {
+      std::vector<double> b;
+      for (std::size_t i = 0; i < g.size() && i < p.size(); ++i) {
+        const bool coupled = decoupled == swap_decay;
+        const double gi = coupled ? g[i] + wd * p[i] : g[i];
+        b.push_back(fresh ? (dampen_fresh ? (1.0 - double(o.dampening)) * gi : gi)
+                          : mu * m[i] + keep * gi);
+      }
+      return b;
+    };
+    if (wd != 0.0 && fits(b_got, buffer(true, false), b_want))
+      found.push_back(
+          fmt::format("the momentum buffer matches the other weight-decay convention: {} where "
+                      "the case's {} belongs",
+                      decoupled ? "coupled" : "decoupled", decoupled ? "decoupled" : "coupled"));
+    if (fresh && o.dampening != 0.0f && fits(b_got, buffer(false, true), b_want))
+      found.push_back(
+          "the momentum buffer matches a dampened first buffer, (1 - dampening) g, where the "
+          "first step keeps g");
+    if (!found.empty()) return found;
     // The bias's buffer continued from the kernel's first K elements, not its own.
     if (fresh || c.momentum_kernel.size() < static_cast<std::size_t>(c.k)) return found;
-    const double mu = o.momentum, keep = 1.0 - double(reference::applied_dampening(o));
     const std::size_t first_bias = c.kernel.size();
     std::vector<double> predicted, afresh;
     for (int j = 0; j < c.k; ++j) {
@@ -523,7 +556,9 @@ std::vector<std::string> zero_division(const Case& c, const reference::StepResul
 
 std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResult& r,
                                         const reference::Expectation& e) {
-  if (reference::has_nonfinite_input(c)) return {};
+  // With a NaN or an infinity in the case, only the optimizer state's own formula, from
+  // finite gradients, state and parameters, says something.
+  if (reference::has_nonfinite_input(c)) return state_suspects(c, r, e);
   // The optimizer state, judged from the case's own: what a wrong state makes of the
   // update (a NaN from a negative second moment included) follows from it.
   const std::vector<std::string> state = state_suspects(c, r, e);
@@ -550,7 +585,7 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
       // correct step either way says nothing.
       const bool matches = distance(predicted, g.exact) > 10 * tolerance
                                ? whole && distance(g.reported, predicted) <= tolerance
-                               : h.element_wise && fits(g.got, predicted, g.want);
+                               : h.element_wise && fits(g.got, plus(g.base, predicted), g.want);
       if (matches) found.push_back(fmt::format("{} {}", g.name, h.description));
     }
   };
@@ -744,28 +779,34 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   if (!found.empty()) return found;
 
   // Both parameters' update together: what moves them alike, and the optimizer's options.
-  const Group update{"the update", concat(change(r.kernel, c.kernel), change(r.bias, c.bias)),
+  const Group update{"the update",
+                     concat(change(r.kernel, c.kernel), change(r.bias, c.bias)),
                      concat(exact_change(e.kernel, c.kernel), exact_change(e.bias, c.bias)),
-                     out_of_bound(r.kernel, e.kernel) || out_of_bound(r.bias, e.bias)};
+                     out_of_bound(r.kernel, e.kernel) || out_of_bound(r.bias, e.bias),
+                     joined(r.kernel, r.bias),
+                     joined(e.kernel, e.bias),
+                     params};
   std::vector<Hypothesis> update_hypotheses;
   const std::optional<double> a = common_scale(update.reported, update.exact);
-  if (plain_sgd && a && *a > 1.0 && *a <= 2.0 + 10 * tolerance) {
+  // Both compare the update with the reported gradients': only where those are right.
+  const bool grads_right = grads.reported.empty() || !grads.out_of_bound;
+  if (plain_sgd && grads_right && a && *a > 1.0 && *a <= 2.0 + 10 * tolerance) {
     update_hypotheses.push_back(
         {fmt::format("is {:.4g} times plain SGD's for the same gradient, every element alike: "
                      "the update looks like momentum (Nesterov's first step moves by "
                      "(1 + mu) g, here mu = {:.4g}): declare `momentum=...` if the step runs "
                      "SGD with momentum",
                      *a, *a - 1.0),
-         [&update, a = *a] { return scaled(update.exact, a); }});
+         [&update, a = *a] { return scaled(update.exact, a); }, false});
   }
-  if (plain_sgd && a && *a > 0.0 && *a < 1.0 && !known_factor(*a) &&
+  if (plain_sgd && grads_right && a && *a > 0.0 && *a < 1.0 && !known_factor(*a) &&
       std::abs(*a - double(c.lr)) > 10 * tolerance * double(c.lr)) {
     update_hypotheses.push_back(
         {fmt::format("is {:.4g} times the exact one for every parameter alike, the reported "
                      "gradients unscaled: the gradients clipped to a global norm (of {:.4g}) "
                      "before the update, after they were read",
                      *a, *a * norm(exact_grads)),
-         [&update, a = *a] { return scaled(update.exact, a); }});
+         [&update, a = *a] { return scaled(update.exact, a); }, false});
   }
   if (!plain_sgd && o.weight_decay != 0.0f) {
     const bool adam = o.kind == reference::Optimizer::Kind::adam;
@@ -804,7 +845,9 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
           {"matches a dampened first buffer, (1 - dampening) g, where the first "
            "step keeps g",
            {.dampen_fresh = true}});
-    if (o.nesterov && !c.fresh_state())
+    // On a fresh state too: the buffer before the step is then zero, and the step plain
+    // SGD's where Nesterov's first moves by (1 + mu) g.
+    if (o.nesterov)
       variations.push_back(
           {"matches Nesterov's direction from the buffer before the step, "
            "g + mu buf, not after",
@@ -913,17 +956,30 @@ std::vector<std::string> suspected_between_calls(const Case& c, const reference:
       "the answers differ by rounding alone: an order of summation that changes from call "
       "to call (atomics, threads, a nondeterministic reduction)";
   if (within(first) && within(second)) return {rounding};
+  const std::string accumulate =
+      "gradients accumulate across calls: the second answer's gradient is the first's plus "
+      "this case's gradient (a missing optimizer.zero_grad() before backward?)";
   std::vector<double> exact;
   for (const auto* v : {&e.grad_kernel, &e.grad_bias})
     for (const reference::Expected& x : *v) exact.push_back(x.value);
+  const std::vector<reference::Expected> want = joined(e.grad_kernel, e.grad_bias);
+  // Element by element, each difference within the rounding of the two values it is taken
+  // of: an accumulated gradient much larger than this case's keeps its sum's norm near the
+  // first answer's, which the whole-vector test below cannot tell.
+  if (!ga.empty() && ga.size() == gb.size() && gb.size() == want.size() && norm(exact) > 0.0) {
+    bool sums = true, differ = false;
+    for (std::size_t i = 0; i < ga.size() && sums; ++i) {
+      const double slack = 0x1p-23 * (std::abs(ga[i]) + std::abs(gb[i])) + 2.0 * want[i].bound;
+      sums = std::abs((gb[i] - ga[i]) - want[i].value) <= slack;
+      differ = differ || std::abs(gb[i] - ga[i]) > slack;
+    }
+    if (sums && differ) return {accumulate};
+  }
   const bool grads = !ga.empty() && ga.size() == gb.size() && gb.size() == exact.size();
   if (grads && distance(ga, gb) > tolerance) {
     std::vector<double> added(gb);
     for (std::size_t i = 0; i < added.size(); ++i) added[i] -= ga[i];
-    if (norm(exact) > 0.0 && distance(added, exact) <= tolerance)
-      return {
-          "gradients accumulate across calls: the second answer's gradient is the first's "
-          "plus this case's gradient (a missing optimizer.zero_grad() before backward?)"};
+    if (norm(exact) > 0.0 && distance(added, exact) <= tolerance) return {accumulate};
     if (const auto a = common_scale(gb, ga); a && std::abs(*a - 1.0) > 10 * tolerance)
       return {
           fmt::format("gradients differ by a constant factor between calls: the second "

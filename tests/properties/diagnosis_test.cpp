@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "sgdc/conformance/builtin/catalogue.hpp"
 #include "sgdc/properties/diagnosis.hpp"
@@ -61,7 +62,11 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"buffer-shared", "accuracy"}, Named{"adam-b2-on-gradient", "accuracy"},
         Named{"adam-decay-in-moment", "accuracy"}, Named{"adam-moments-bfloat16", "accuracy"},
         Named{"adam-state-not-advanced", "accuracy"}, Named{"tf32-matmul-undeclared", "accuracy"},
-        Named{"bf16-matmul-undeclared", "accuracy"}, Named{"columns-past-8-dropped", "accuracy"}),
+        Named{"bf16-matmul-undeclared", "accuracy"}, Named{"columns-past-8-dropped", "accuracy"},
+        Named{"grad-times-shards", "accuracy"}, Named{"drop-remainder-rows", "accuracy"},
+        Named{"nesterov-without-lookahead", "accuracy"},
+        Named{"decay-convention-swapped", "accuracy"}, Named{"adam-eps-inside", "accuracy"},
+        Named{"dampening-on-first-step", "special_values"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
       for (char& ch : s)
@@ -219,6 +224,30 @@ INSTANTIATE_TEST_SUITE_P(
       return s;
     });
 
+TEST(Diagnosis, TheMomentumBufferNamesItsFormula) {
+  // The other decay convention (wd large enough to show), a dampened first buffer: each
+  // named from the buffer, the correct step's buffer naming neither.
+  reference::Case c = state_case(reference::Optimizer::Kind::momentum);
+  c.optimizer.weight_decay = 0.1f;
+  const StepOutcome swapped = builtin("decay-convention-swapped")->step(c);
+  ASSERT_TRUE(swapped.result);
+  const auto decay = suspected_bugs(c, *swapped.result, reference::expect(c));
+  ASSERT_FALSE(decay.empty());
+  EXPECT_TRUE(contains(decay[0], "where the case's")) << join_suspects(decay);
+  c.momentum_kernel.clear();
+  c.momentum_bias.clear();
+  c.optimizer.weight_decay = 0.0f;
+  c.optimizer.dampening = 0.5f;
+  const StepOutcome dampened = builtin("dampening-on-first-step")->step(c);
+  ASSERT_TRUE(dampened.result);
+  const auto first = suspected_bugs(c, *dampened.result, reference::expect(c));
+  ASSERT_FALSE(first.empty());
+  EXPECT_TRUE(contains(first[0], "dampened first buffer")) << join_suspects(first);
+  const StepOutcome right = builtin("float32")->step(c);
+  ASSERT_TRUE(right.result);
+  EXPECT_TRUE(suspected_bugs(c, *right.result, reference::expect(c)).empty());
+}
+
 TEST(Diagnosis, DeclaredComputeFormatsAreNotSuspected) {
   // The same products declared (compute_format tf32, bfloat16) are within their bound.
   const reference::Case c = state_case(reference::Optimizer::Kind::sgd);
@@ -283,6 +312,22 @@ TEST_F(BetweenCalls, AccumulatedGradients) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(contains(s[0], "gradients accumulate across calls")) << s[0];
   EXPECT_TRUE(contains(s[0], "zero_grad")) << s[0];
+}
+
+TEST_F(BetweenCalls, AccumulatedOntoALargeLeftover) {
+  // A gradient left from earlier calls, far larger than this case's, keeps both answers'
+  // norms alike: the sum is told element by element.
+  reference::StepResult a = first, b = first;
+  for (auto [ga, gb, g] : {std::tuple{&a.grad_kernel, &b.grad_kernel, &first.grad_kernel},
+                           std::tuple{&a.grad_bias, &b.grad_bias, &first.grad_bias}})
+    for (std::size_t i = 0; i < g->size(); ++i) {
+      const float left = i == 0 ? 1e12f : 0.0f;
+      (*ga)[i] = left + (*g)[i];
+      (*gb)[i] = (*ga)[i] + (*g)[i];
+    }
+  const auto s = suspected_between_calls(c, a, b, e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "gradients accumulate across calls")) << s[0];
 }
 
 TEST_F(BetweenCalls, AConstantFactorPerCall) {
