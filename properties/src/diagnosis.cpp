@@ -11,6 +11,7 @@
 
 #include "sgdc/reference/check.hpp"
 #include "sgdc/reference/error_model.hpp"
+#include "sgdc/reference/oracle.hpp"
 
 namespace sgdc::properties {
 
@@ -208,14 +209,24 @@ std::optional<const char*> narrow_gradients(const reference::StepResult& r,
       for (std::size_t i = 0; i < reported->size() && i < expected->size(); ++i) {
         ++all;
         const double want = (*expected)[i].value, got = (*reported)[i];
-        every = every && representable((*reported)[i], f) &&
-                std::abs(got - want) <= std::ldexp(std::abs(want), -f.fraction_bits);
+        // One unit in the last place of the format, its subnormal quantum included.
+        const double unit = std::max(std::ldexp(std::abs(want), -f.fraction_bits),
+                                     std::ldexp(1.0, f.min_exponent - f.fraction_bits));
+        every = every && representable((*reported)[i], f) && std::abs(got - want) <= unit;
         if (!representable((*expected)[i].rounded, f)) ++exact_outside;
       }
     }
     if (all > 0 && every && 2 * exact_outside >= all && exact_outside > 0) return name;
   }
   return std::nullopt;
+}
+
+// a + b elementwise; b alone where a is empty.
+std::vector<double> plus(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty()) return b;
+  std::vector<double> out(b);
+  for (std::size_t i = 0; i < out.size() && i < a.size(); ++i) out[i] += a[i];
+  return out;
 }
 
 struct Group {
@@ -225,6 +236,12 @@ struct Group {
   // wrong. (A correct parameter whose update is a few of its ULPs differs from the exact
   // change by far more than the relative tolerance, and any scale would fit that noise.)
   bool out_of_bound = true;
+  // The reported values and their expectations, where a prediction within a relative
+  // 10^-2 of the exact values may still be told from them element by element (fits).
+  std::vector<float> got = {};
+  std::vector<reference::Expected> want = {};
+  // What `got` adds to the group's values (the parameters before an update), or nothing.
+  std::vector<double> base = {};
 };
 
 // Whether some value of `got` lies outside its element's derived bound.
@@ -237,7 +254,252 @@ bool out_of_bound(const std::vector<float>& got, const std::vector<reference::Ex
 struct Hypothesis {
   std::string description;
   std::function<std::vector<double>()> predict;
+  // Whether an element-by-element fit (fits) counts; not for a prediction fitted to the
+  // reported values themselves (a common scale), which fits them by construction.
+  bool element_wise = true;
 };
+
+// Whether `got` is `predicted`, element by element, within twice each element's bound (as
+// a float32 step of the predicted formula would round it), where `predicted` lies outside
+// the bound of the exact value at some element that `got` gets wrong: a prediction the
+// correct step's own rounding cannot explain.
+bool fits(const std::vector<float>& got, const std::vector<double>& predicted,
+          const std::vector<reference::Expected>& want) {
+  if (got.empty() || got.size() != predicted.size() || got.size() != want.size()) return false;
+  bool apart = false;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i]) || !std::isfinite(predicted[i])) return false;
+    const double slack = 2.0 * want[i].bound + 0x1p-20 * std::abs(predicted[i]);
+    if (std::abs(double(got[i]) - predicted[i]) > slack) return false;
+    apart = apart || (!reference::check_element(got[i], want[i]).ok &&
+                      std::abs(predicted[i] - want[i].value) > want[i].bound);
+  }
+  return apart;
+}
+
+// The narrower format every value of `got` is a value of, each within one of its units in
+// the last place of the exact value, where at least half of the correctly rounded ones are
+// not values of it, and some value lies outside its bound; or nothing.
+std::optional<const char*> narrow_values(const std::vector<float>& got,
+                                         const std::vector<reference::Expected>& want) {
+  const std::pair<const char*, reference::Format> formats[] = {
+      {"bfloat16", reference::formats::bfloat16}, {"float16", reference::formats::float16}};
+  if (got.empty() || got.size() != want.size()) return std::nullopt;
+  for (const auto& [name, f] : formats) {
+    std::size_t exact_outside = 0;
+    bool every = true, wrong = false;
+    for (std::size_t i = 0; i < got.size() && every; ++i) {
+      const double unit = std::max(std::ldexp(std::abs(want[i].value), -f.fraction_bits),
+                                   std::ldexp(1.0, f.min_exponent - f.fraction_bits));
+      every = representable(got[i], f) && std::abs(double(got[i]) - want[i].value) <= unit;
+      wrong = wrong || !reference::check_element(got[i], want[i]).ok;
+      if (!representable(want[i].rounded, f)) ++exact_outside;
+    }
+    if (every && wrong && exact_outside > 0 && 2 * exact_outside >= got.size()) return name;
+  }
+  return std::nullopt;
+}
+
+template <class T>
+std::vector<T> joined(const std::vector<T>& a, const std::vector<T>& b) {
+  std::vector<T> out(a);
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// What the returned optimizer state (the momentum buffer, Adam's moments) points to, from
+// the case's state and the exact gradients: a state not advanced, kept in a narrower
+// format, built by a known wrong formula, or one buffer read for two parameters.
+std::vector<std::string> state_suspects(const Case& c, const reference::StepResult& r,
+                                        const reference::Expectation& e) {
+  using Kind = reference::Optimizer::Kind;
+  const reference::Optimizer& o = c.optimizer;
+  if (o.kind == Kind::sgd) return {};
+  std::vector<std::string> found;
+  const bool fresh = c.fresh_state();
+  const bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
+  std::vector<double> g, p;
+  for (const auto* v : {&e.grad_kernel, &e.grad_bias})
+    for (const reference::Expected& x : *v) g.push_back(x.value);
+  for (const auto* v : {&c.kernel, &c.bias}) p.insert(p.end(), v->begin(), v->end());
+  auto input = [&](const std::vector<float>& kernel, const std::vector<float>& bias) {
+    std::vector<double> s(kernel.begin(), kernel.end());
+    s.insert(s.end(), bias.begin(), bias.end());
+    if (fresh) s.assign(p.size(), 0.0);
+    return s;
+  };
+  const std::vector<double> m = input(c.momentum_kernel, c.momentum_bias);
+  const double wd = o.weight_decay;
+  std::vector<double> ge(g);  // the gradient the state reads: with coupled decay, g + wd p
+  for (std::size_t i = 0; i < ge.size() && i < p.size(); ++i)
+    if (!decoupled) ge[i] += wd * p[i];
+
+  if (o.kind == Kind::momentum) {
+    const double mu = o.momentum, keep = 1.0 - double(reference::applied_dampening(o));
+    const std::vector<float> b_got = joined(r.momentum_kernel, r.momentum_bias);
+    const std::vector<reference::Expected> b_want = joined(e.momentum_kernel, e.momentum_bias);
+    // The buffer as the other weight-decay convention, or a dampened first step, makes it.
+    auto buffer = [&](bool swap_decay, bool dampen_fresh) {
+      std::vector<double> b;
+      for (std::size_t i = 0; i < g.size() && i < p.size(); ++i) {
+        const bool coupled = decoupled == swap_decay;
+        const double gi = coupled ? g[i] + wd * p[i] : g[i];
+        b.push_back(fresh ? (dampen_fresh ? (1.0 - double(o.dampening)) * gi : gi)
+                          : mu * m[i] + keep * gi);
+      }
+      return b;
+    };
+    if (wd != 0.0 && fits(b_got, buffer(true, false), b_want))
+      found.push_back(
+          fmt::format("the momentum buffer matches the other weight-decay convention: {} where "
+                      "the case's {} belongs",
+                      decoupled ? "coupled" : "decoupled", decoupled ? "decoupled" : "coupled"));
+    if (fresh && o.dampening != 0.0f && fits(b_got, buffer(false, true), b_want))
+      found.push_back(
+          "the momentum buffer matches a dampened first buffer, (1 - dampening) g, where the "
+          "first step keeps g");
+    if (!found.empty()) return found;
+    // The bias's buffer continued from the kernel's first K elements, not its own.
+    if (fresh || c.momentum_kernel.size() < static_cast<std::size_t>(c.k)) return found;
+    const std::size_t first_bias = c.kernel.size();
+    std::vector<double> predicted, afresh;
+    for (int j = 0; j < c.k; ++j) {
+      predicted.push_back(mu * c.momentum_kernel[j] + keep * ge[first_bias + j]);
+      afresh.push_back(ge[first_bias + j]);
+    }
+    // The kernel's own buffer right; where the kernel's buffer is near zero, a bias buffer
+    // started afresh is as likely, and both are named.
+    bool kernel_right = true;
+    for (std::size_t i = 0; i < r.momentum_kernel.size() && i < e.momentum_kernel.size(); ++i)
+      kernel_right =
+          kernel_right && reference::check_element(r.momentum_kernel[i], e.momentum_kernel[i]).ok;
+    if (!kernel_right || !fits(r.momentum_bias, predicted, e.momentum_bias)) return found;
+    if (fits(r.momentum_bias, afresh, e.momentum_bias))
+      found.push_back(
+          "the bias's momentum buffer matches one started afresh, its own ignored (the state "
+          "started afresh: not threaded back from the last step)");
+    found.push_back(
+        "the bias's momentum buffer matches mu * (the kernel's buffer, its first K "
+        "elements) + g, not its own buffer continued: one buffer shared between kernel and "
+        "bias (give each parameter its own state)");
+    return found;
+  }
+
+  // Adam.
+  const std::vector<float> m_got = joined(r.momentum_kernel, r.momentum_bias),
+                           v_got = joined(r.second_moment_kernel, r.second_moment_bias);
+  const std::vector<reference::Expected> m_want = joined(e.momentum_kernel, e.momentum_bias),
+                                         v_want =
+                                             joined(e.second_moment_kernel, e.second_moment_bias);
+  if (m_got.size() != p.size() || v_got.size() != p.size() || m_want.size() != p.size() ||
+      v_want.size() != p.size())
+    return found;
+  const std::vector<double> v = input(c.second_moment_kernel, c.second_moment_bias);
+  auto right = [](const std::vector<float>& got, const std::vector<reference::Expected>& want) {
+    for (std::size_t i = 0; i < got.size(); ++i)
+      if (!reference::check_element(got[i], want[i]).ok) return false;
+    return true;
+  };
+  const bool m_right = right(m_got, m_want), v_right = right(v_got, v_want);
+  if (m_right && v_right) return found;
+  // Returned as they came in: a moment that does not fit is one the case cannot tell.
+  if ((m_right || fits(m_got, m, m_want)) && (v_right || fits(v_got, v, v_want)))
+    found.push_back(
+        "Adam's moments are returned as they came in (zero for a fresh state): the step's "
+        "new moments not written back (state not threaded back?)");
+  {
+    const auto m_narrow = narrow_values(m_got, m_want), v_narrow = narrow_values(v_got, v_want);
+    const char* format = m_narrow ? *m_narrow : v_narrow ? *v_narrow : nullptr;
+    if (format && (m_right || m_narrow) && (v_right || v_narrow))
+      found.push_back(fmt::format(
+          "Adam's moments are all {0} values where the exact ones round to float32 values "
+          "outside {0}: moments kept in {0} (a low-precision optimizer state): keep them in "
+          "float32",
+          format));
+  }
+  const double b1 = o.b1, b2 = o.b2;
+  if (m_right) {
+    std::vector<double> linear;
+    for (std::size_t i = 0; i < p.size(); ++i) linear.push_back(b2 * v[i] + (1.0 - b2) * ge[i]);
+    if (fits(v_got, linear, v_want))
+      found.push_back(
+          "the second moment matches b2 v + (1 - b2) g, not b2 v + (1 - b2) g^2: b2's average "
+          "taken of the gradient, not of its square");
+  }
+  if (decoupled && wd != 0.0 && v_right) {
+    std::vector<double> decayed;
+    for (std::size_t i = 0; i < p.size(); ++i)
+      decayed.push_back(b1 * m[i] + (1.0 - b1) * (g[i] + wd * p[i]));
+    if (fits(m_got, decayed, m_want))
+      found.push_back(fmt::format(
+          "the first moment matches b1 m + (1 - b1)(g + wd p) (wd={:.9g}): weight decay inside "
+          "Adam's moment (coupled, as torch.optim.Adam's weight_decay) as well as the declared "
+          "decoupled decay (AdamW's alone belongs)",
+          wd));
+  }
+  return found;
+}
+
+// `v` rounded to nearest (ties to even) in `f`.
+double round_to_format(double v, const reference::Format& f) {
+  if (v == 0.0 || !std::isfinite(v)) return v;
+  int e = 0;
+  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
+  const double quantum = std::ldexp(1.0, std::max(e - 1, f.min_exponent) - f.fraction_bits);
+  return std::nearbyint(v / quantum) * quantum;
+}
+
+// The kernel's gradient when every product reads its inputs rounded to `f` (x and W in
+// the residual, x and the residual in x^T r), in double otherwise.
+std::vector<double> reduced_products_gradient(const Case& c, const reference::Format& f) {
+  const double count = double(c.n) * c.k;
+  std::vector<double> g(static_cast<std::size_t>(c.d) * c.k, 0.0);
+  for (int i = 0; i < c.n; ++i)
+    for (int j = 0; j < c.k; ++j) {
+      double r = double(c.bias[j]) - double(c.y[i * c.k + j]);
+      for (int l = 0; l < c.d; ++l)
+        r += round_to_format(c.x[i * c.d + l], f) * round_to_format(c.kernel[l * c.k + j], f);
+      const double rf = round_to_format(double(static_cast<float>(r)), f);
+      for (int l = 0; l < c.d; ++l)
+        g[l * c.k + j] += 2.0 * round_to_format(c.x[i * c.d + l], f) * rf / count;
+    }
+  return g;
+}
+
+// Every output within the bound of a step whose matrix products read their inputs in a
+// narrower format (TF32, then bfloat16), where the loss or a gradient is outside float32's:
+// that format's name, or nothing.
+std::vector<const char*> matmul_formats(const Case& c, const reference::StepResult& r,
+                                        const reference::Expectation& e) {
+  // The products feed the loss and the kernel's gradient (the bias's is a sum).
+  bool mean_wrong = false;
+  for (reference::Output o : {reference::Output::loss, reference::Output::grad_kernel})
+    for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
+      mean_wrong = mean_wrong || !reference::check_element(r[o][i], e[o][i]).ok;
+  if (!mean_wrong) return {};
+  const std::pair<const char*, reference::Format> formats[] = {
+      {"tf32", reference::formats::tf32}, {"bfloat16", reference::formats::bfloat16}};
+  // A format's bound holds a narrower one's errors where they are small: of the formats
+  // whose bound holds every output, those whose products predict the kernel's gradient
+  // best, and no worse than the exact values do.
+  const std::vector<double> got(r.grad_kernel.begin(), r.grad_kernel.end());
+  std::vector<double> exact;
+  for (const reference::Expected& x : e.grad_kernel) exact.push_back(x.value);
+  std::vector<const char*> best;
+  double nearest = distance(got, exact);
+  for (const auto& [name, f] : formats) {
+    const reference::Expectation wide = reference::expect(c, {.u = f.unit_roundoff(), .format = f});
+    bool within = true;
+    for (reference::Output o : reference::all_outputs)
+      for (std::size_t i = 0; i < r[o].size() && i < wide[o].size() && within; ++i)
+        within = reference::check_element(r[o][i], wide[o][i]).ok;
+    if (!within) continue;
+    const double d = distance(got, reduced_products_gradient(c, f));
+    if (d < nearest) best.clear(), nearest = d;
+    if (d == nearest) best.push_back(name);
+  }
+  return best;
+}
 
 }  // namespace
 
@@ -278,34 +540,53 @@ std::vector<std::string> zero_division(const Case& c, const reference::StepResul
     found.push_back(
         "NaN where Adam's bias correction 1 - b^t is 0: t = step, not step + 1 (the counter "
         "incremented after its use), is 0 at the first step");
-  if (nan_in_mean && std::int64_t{c.n} * c.k == 1)
-    found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
   if (nan_in_mean && c.num_shards > c.n)
     found.push_back(
         fmt::format("NaN where a mean runs over no rows: num_shards={} > N={} leaves "
                     "some shards none, and dropping the N % num_shards remainder "
                     "rows leaves {} in all",
                     c.num_shards, c.n, c.n / c.num_shards * c.num_shards));
+  // After the shard count's: a case shrunk with num_shards > N kept the count because the
+  // failure needs it, which N*K - 1 = 0 does not.
+  if (nan_in_mean && std::int64_t{c.n} * c.k == 1)
+    found.push_back("NaN where the mean divides by N*K - 1, which is 0 here");
   if (found.empty()) return {"NaN from finite inputs: a 0/0 or inf - inf on the way"};
   return found;
 }
 
 std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResult& r,
                                         const reference::Expectation& e) {
-  if (reference::has_nonfinite_input(c)) return {};
-  if (auto nan = zero_division(c, r, e); !nan.empty()) return nan;
+  // With a NaN or an infinity in the case, only the optimizer state's own formula, from
+  // finite gradients, state and parameters, says something.
+  if (reference::has_nonfinite_input(c)) return state_suspects(c, r, e);
+  // The optimizer state, judged from the case's own: what a wrong state makes of the
+  // update (a NaN from a negative second moment included) follows from it.
+  const std::vector<std::string> state = state_suspects(c, r, e);
+  if (auto nan = zero_division(c, r, e); !nan.empty()) {
+    if (!state.empty() && nan.size() == 1 && nan[0].starts_with("NaN from finite inputs:"))
+      return state;
+    return nan;
+  }
   std::vector<std::string> found;
   auto test = [&](const Group& g, const std::vector<Hypothesis>& hypotheses) {
     if (g.reported.empty() || g.reported.size() != g.exact.size() || !g.out_of_bound) return;
     for (double v : g.reported)
       if (!std::isfinite(v)) return;
-    if (distance(g.reported, g.exact) <= tolerance) return;  // this group is right
+    // Right as a whole, or wrong in elements too small to show in the group's norm (a
+    // column left out, say), which only a prediction the values fit element by element
+    // (fits) names.
+    const bool whole = distance(g.reported, g.exact) > tolerance;
+    if (!whole && g.want.empty()) return;  // this group is right
     for (const Hypothesis& h : hypotheses) {
       const std::vector<double> predicted = h.predict();
-      // A hypothesis this case cannot tell from the correct step says nothing.
-      if (predicted.empty() || distance(predicted, g.exact) <= 10 * tolerance) continue;
-      if (distance(g.reported, predicted) <= tolerance)
-        found.push_back(fmt::format("{} {}", g.name, h.description));
+      if (predicted.empty()) continue;
+      // A prediction far from the correct step is matched as a whole; one near it (an
+      // element of many wrong) element by element; one the case cannot tell from the
+      // correct step either way says nothing.
+      const bool matches = distance(predicted, g.exact) > 10 * tolerance
+                               ? whole && distance(g.reported, predicted) <= tolerance
+                               : h.element_wise && fits(g.got, plus(g.base, predicted), g.want);
+      if (matches) found.push_back(fmt::format("{} {}", g.name, h.description));
     }
   };
   auto values = [](const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); };
@@ -321,11 +602,23 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   const bool plain_sgd = o.kind == reference::Optimizer::Kind::sgd;
   const bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
   // Scale factors the known bugs multiply a gradient or the loss by.
-  std::vector<std::pair<double, std::string>> factors = {
-      {0.5, "are half the exact ones: a factor of 2 missing (the derivative of r^2 taken as r)"},
-      {2.0, "are twice the exact ones: a factor of 2 too many"},
-      {0.0, "are zero"},
-      {-1.0, "have the wrong sign"}};
+  // The shard count's first: where num_shards equals a constant factor (2, 1/2), a shrunk
+  // case that kept num_shards > 1 kept it because the failure needs it.
+  std::vector<std::pair<double, std::string>> factors;
+  if (s > 1) {
+    factors.push_back({double(s), fmt::format("are num_shards={} times the exact ones: per-shard "
+                                              "means summed, not averaged",
+                                              s)});
+    factors.push_back(
+        {1.0 / s,
+         fmt::format("are 1/num_shards={} of the exact ones: averaged once too often", s)});
+  }
+  factors.insert(
+      factors.end(),
+      {{0.5, "are half the exact ones: a factor of 2 missing (the derivative of r^2 taken as r)"},
+       {2.0, "are twice the exact ones: a factor of 2 too many"},
+       {0.0, "are zero"},
+       {-1.0, "have the wrong sign"}});
   if (k > 1)
     factors.push_back({double(k), fmt::format("are K={} times the exact ones: divided by N, not "
                                               "N*K (a mean over the batch only)",
@@ -339,14 +632,6 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
     factors.push_back({count, fmt::format("are N*K={} times the exact ones: a sum where the mean "
                                           "belongs (reduction='sum')",
                                           n * k)});
-  if (s > 1) {
-    factors.push_back({double(s), fmt::format("are num_shards={} times the exact ones: per-shard "
-                                              "means summed, not averaged",
-                                              s)});
-    factors.push_back(
-        {1.0 / s,
-         fmt::format("are 1/num_shards={} of the exact ones: averaged once too often", s)});
-  }
   if (count > 1)
     factors.push_back({count / (count - 1),
                        "are N*K/(N*K-1) times the exact ones: divided by "
@@ -401,6 +686,8 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
     for (double v : exact(e.grad_bias)) grads.exact.push_back(v);
     grads.out_of_bound =
         out_of_bound(r.grad_kernel, e.grad_kernel) || out_of_bound(r.grad_bias, e.grad_bias);
+    grads.got = joined(r.grad_kernel, r.grad_bias);
+    grads.want = joined(e.grad_kernel, e.grad_bias);
   }
   const std::vector<double> exact_grads =
       concat(exact(e.grad_kernel), exact(e.grad_bias));  // kernel then bias
@@ -426,23 +713,26 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   }
   // Scaled alike in every element by a factor no bug above makes: as clipping to a global
   // norm scales them (the norm over every parameter's gradient brought down to max_norm).
+  // Values of a narrower format, each within one of its units of the exact value, are
+  // scaled by no common factor but rounded.
+  const std::optional<const char*> narrow =
+      grads.reported.empty() || !grads.out_of_bound ? std::nullopt : narrow_gradients(r, e);
   if (const auto a = common_scale(grads.reported, grads.exact);
-      a && *a > 0.0 && *a < 1.0 && !known_factor(*a)) {
+      !narrow && a && *a > 0.0 && *a < 1.0 && !known_factor(*a)) {
     gradient_hypotheses.push_back(
         {fmt::format("are {:.4g} times the exact ones, every element alike, a factor none of the "
                      "known constant-factor bugs makes: scaled as clipping to a global norm "
                      "scales them (their norm {:.4g}, the exact gradients' {:.4g}: "
                      "clip_grad_norm_ or optax.clip_by_global_norm in the step?)",
                      *a, norm(grads.reported), norm(grads.exact)),
-         [&grads, a = *a] { return scaled(grads.exact, a); }});
+         [&grads, a = *a] { return scaled(grads.exact, a); }, false});
   }
   test(grads, gradient_hypotheses);
-  if (found.empty() && !grads.reported.empty() && grads.out_of_bound) {
-    if (const auto narrow = narrow_gradients(r, e))
-      found.push_back(fmt::format(
-          "gradients are all {0} values where the exact ones round to float32 values outside "
-          "{0}: kept or reduced in {0} (an undeclared mixed-precision cast or reduce_dtype?)",
-          *narrow));
+  if (found.empty() && narrow) {
+    found.push_back(fmt::format(
+        "gradients are all {0} values where the exact ones round to float32 values outside "
+        "{0}: kept or reduced in {0} (an undeclared mixed-precision cast or reduce_dtype?)",
+        *narrow));
   }
 
   // The loss.
@@ -468,8 +758,9 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
     for (std::size_t i = 0; i < after.size(); ++i) d.push_back(after[i].value - before[i]);
     return d;
   };
-  // The gradient's own bug already explains a scaled update.
+  // The gradient's own bug already explains a scaled update, a wrong state a wrong one.
   if (!found.empty()) return found;
+  if (!state.empty()) return state;
   for (auto [name, after, expected, before] :
        {std::tuple{"the kernel's update", &r.kernel, &e.kernel, &c.kernel},
         std::tuple{"the bias's update", &r.bias, &e.bias, &c.bias}}) {
@@ -488,28 +779,34 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   if (!found.empty()) return found;
 
   // Both parameters' update together: what moves them alike, and the optimizer's options.
-  const Group update{"the update", concat(change(r.kernel, c.kernel), change(r.bias, c.bias)),
+  const Group update{"the update",
+                     concat(change(r.kernel, c.kernel), change(r.bias, c.bias)),
                      concat(exact_change(e.kernel, c.kernel), exact_change(e.bias, c.bias)),
-                     out_of_bound(r.kernel, e.kernel) || out_of_bound(r.bias, e.bias)};
+                     out_of_bound(r.kernel, e.kernel) || out_of_bound(r.bias, e.bias),
+                     joined(r.kernel, r.bias),
+                     joined(e.kernel, e.bias),
+                     params};
   std::vector<Hypothesis> update_hypotheses;
   const std::optional<double> a = common_scale(update.reported, update.exact);
-  if (plain_sgd && a && *a > 1.0 && *a <= 2.0 + 10 * tolerance) {
+  // Both compare the update with the reported gradients': only where those are right.
+  const bool grads_right = grads.reported.empty() || !grads.out_of_bound;
+  if (plain_sgd && grads_right && a && *a > 1.0 && *a <= 2.0 + 10 * tolerance) {
     update_hypotheses.push_back(
         {fmt::format("is {:.4g} times plain SGD's for the same gradient, every element alike: "
                      "the update looks like momentum (Nesterov's first step moves by "
                      "(1 + mu) g, here mu = {:.4g}): declare `momentum=...` if the step runs "
                      "SGD with momentum",
                      *a, *a - 1.0),
-         [&update, a = *a] { return scaled(update.exact, a); }});
+         [&update, a = *a] { return scaled(update.exact, a); }, false});
   }
-  if (plain_sgd && a && *a > 0.0 && *a < 1.0 && !known_factor(*a) &&
+  if (plain_sgd && grads_right && a && *a > 0.0 && *a < 1.0 && !known_factor(*a) &&
       std::abs(*a - double(c.lr)) > 10 * tolerance * double(c.lr)) {
     update_hypotheses.push_back(
         {fmt::format("is {:.4g} times the exact one for every parameter alike, the reported "
                      "gradients unscaled: the gradients clipped to a global norm (of {:.4g}) "
                      "before the update, after they were read",
                      *a, *a * norm(exact_grads)),
-         [&update, a = *a] { return scaled(update.exact, a); }});
+         [&update, a = *a] { return scaled(update.exact, a); }, false});
   }
   if (!plain_sgd && o.weight_decay != 0.0f) {
     const bool adam = o.kind == reference::Optimizer::Kind::adam;
@@ -548,7 +845,9 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
           {"matches a dampened first buffer, (1 - dampening) g, where the first "
            "step keeps g",
            {.dampen_fresh = true}});
-    if (o.nesterov && !c.fresh_state())
+    // On a fresh state too: the buffer before the step is then zero, and the step plain
+    // SGD's where Nesterov's first moves by (1 + mu) g.
+    if (o.nesterov)
       variations.push_back(
           {"matches Nesterov's direction from the buffer before the step, "
            "g + mu buf, not after",
@@ -568,6 +867,16 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
     update_hypotheses.push_back(
         {text, [&c, &exact_grads, var = var] { return optimizer_change(c, exact_grads, var); }});
   test(update, update_hypotheses);
+  if (found.empty())
+    for (const char* format : matmul_formats(c, r, e))
+      found.push_back(fmt::format(
+          "every output lies within the bound of a step whose matrix products read their "
+          "inputs in {0} (unit roundoff 2^-{1}), outside float32's: matrix products in {0} "
+          "({2}): declare compute_format {0}",
+          format, std::string_view(format) == "tf32" ? 11 : 8,
+          std::string_view(format) == "tf32"
+              ? "TF32 tensor cores, torch.backends.cuda.matmul.allow_tf32"
+              : "an autocast region or bfloat16 inputs"));
   return found;
 }
 
@@ -635,17 +944,42 @@ std::vector<std::string> suspected_between_calls(const Case& c, const reference:
                             gb = values(second.grad_kernel, second.grad_bias), da = change(first),
                             db = change(second);
   if (!finite(ga) || !finite(gb) || !finite(da) || !finite(db)) return {};
+  // Two answers each within the bound differ by what the bound allows: rounding, however
+  // their ratio looks where the values cancel to nearly nothing.
+  auto within = [&](const reference::StepResult& r) {
+    for (reference::Output o : reference::all_outputs)
+      for (std::size_t i = 0; i < r[o].size() && i < e[o].size(); ++i)
+        if (!reference::check_element(r[o][i], e[o][i]).ok) return false;
+    return true;
+  };
+  const std::string rounding =
+      "the answers differ by rounding alone: an order of summation that changes from call "
+      "to call (atomics, threads, a nondeterministic reduction)";
+  if (within(first) && within(second)) return {rounding};
+  const std::string accumulate =
+      "gradients accumulate across calls: the second answer's gradient is the first's plus "
+      "this case's gradient (a missing optimizer.zero_grad() before backward?)";
   std::vector<double> exact;
   for (const auto* v : {&e.grad_kernel, &e.grad_bias})
     for (const reference::Expected& x : *v) exact.push_back(x.value);
+  const std::vector<reference::Expected> want = joined(e.grad_kernel, e.grad_bias);
+  // Element by element, each difference within the rounding of the two values it is taken
+  // of: an accumulated gradient much larger than this case's keeps its sum's norm near the
+  // first answer's, which the whole-vector test below cannot tell.
+  if (!ga.empty() && ga.size() == gb.size() && gb.size() == want.size() && norm(exact) > 0.0) {
+    bool sums = true, differ = false;
+    for (std::size_t i = 0; i < ga.size() && sums; ++i) {
+      const double slack = 0x1p-23 * (std::abs(ga[i]) + std::abs(gb[i])) + 2.0 * want[i].bound;
+      sums = std::abs((gb[i] - ga[i]) - want[i].value) <= slack;
+      differ = differ || std::abs(gb[i] - ga[i]) > slack;
+    }
+    if (sums && differ) return {accumulate};
+  }
   const bool grads = !ga.empty() && ga.size() == gb.size() && gb.size() == exact.size();
   if (grads && distance(ga, gb) > tolerance) {
     std::vector<double> added(gb);
     for (std::size_t i = 0; i < added.size(); ++i) added[i] -= ga[i];
-    if (norm(exact) > 0.0 && distance(added, exact) <= tolerance)
-      return {
-          "gradients accumulate across calls: the second answer's gradient is the first's "
-          "plus this case's gradient (a missing optimizer.zero_grad() before backward?)"};
+    if (norm(exact) > 0.0 && distance(added, exact) <= tolerance) return {accumulate};
     if (const auto a = common_scale(gb, ga); a && std::abs(*a - 1.0) > 10 * tolerance)
       return {
           fmt::format("gradients differ by a constant factor between calls: the second "
@@ -660,9 +994,7 @@ std::vector<std::string> suspected_between_calls(const Case& c, const reference:
         "state carried across calls: the same case, with the same gradients, moved the "
         "parameters differently on the second call (optimizer state, a step counter or a "
         "learning-rate schedule kept from an earlier call instead of taken from the case?)"};
-  return {
-      "the answers differ by rounding alone: an order of summation that changes from call "
-      "to call (atomics, threads, a nondeterministic reduction)"};
+  return {rounding};
 }
 
 }  // namespace sgdc::properties

@@ -478,10 +478,14 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
   // simply out of bound, with accuracy's suspects.
   if (reference::has_nonfinite_input(c) ||
       std::any_of(bad.begin(), bad.end(),
-                  [](const Mismatch& m) { return m.expected.must_be_nonfinite; }))
-    return Judgement::fail(fmt::format("NaN and infinity propagation is broken by {}:{}",
-                                       elements(bad.size()), list(bad)),
-                           {}, lines(bad));
+                  [](const Mismatch& m) { return m.expected.must_be_nonfinite; })) {
+    // An output that does not depend on the special value may still name its bug. The
+    // message first: the suspects are moved into the judgement after.
+    std::vector<std::string> suspects = suspected_bugs(c, *r.result, ctx.expect(c));
+    std::string message = fmt::format("NaN and infinity propagation is broken by {}:{}{}",
+                                      elements(bad.size()), list(bad), suspected_line(suspects));
+    return Judgement::fail(std::move(message), std::move(suspects), lines(bad));
+  }
   if (has_subnormal_input(c) || std::any_of(bad.begin(), bad.end(), involves_subnormal))
     return Judgement::fail(fmt::format("the declared policy (subnormals: {}) is broken by {}:{}",
                                        to_string(ctx.declaration().arithmetic.subnormals),

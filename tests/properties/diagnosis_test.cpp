@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 
 #include "sgdc/conformance/builtin/catalogue.hpp"
 #include "sgdc/properties/diagnosis.hpp"
@@ -57,7 +58,15 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"nondeterministic", "determinism"}, Named{"half-precision-grad", "accuracy"},
         Named{"step-not-advanced", "step_counter"}, Named{"float32-counter", "step_counter"},
         Named{"int32-counter", "step_counter"},
-        Named{"adam-bias-correction-off-by-one", "accuracy"}, Named{"unbiased-mean", "accuracy"}),
+        Named{"adam-bias-correction-off-by-one", "accuracy"}, Named{"unbiased-mean", "accuracy"},
+        Named{"buffer-shared", "accuracy"}, Named{"adam-b2-on-gradient", "accuracy"},
+        Named{"adam-decay-in-moment", "accuracy"}, Named{"adam-moments-bfloat16", "accuracy"},
+        Named{"adam-state-not-advanced", "accuracy"}, Named{"tf32-matmul-undeclared", "accuracy"},
+        Named{"bf16-matmul-undeclared", "accuracy"}, Named{"columns-past-8-dropped", "accuracy"},
+        Named{"grad-times-shards", "accuracy"}, Named{"drop-remainder-rows", "accuracy"},
+        Named{"nesterov-without-lookahead", "accuracy"},
+        Named{"decay-convention-swapped", "accuracy"}, Named{"adam-eps-inside", "accuracy"},
+        Named{"dampening-on-first-step", "special_values"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
       for (char& ch : s)
@@ -143,6 +152,132 @@ TEST(Diagnosis, NothingIsSuspectedOfACorrectStep) {
   }
 }
 
+// A case whose optimizer state and products show each class of the state and of the
+// compute format: a second step (state given), weight decay large enough to show in a
+// moment, values with more significant bits than TF32 and bfloat16 keep.
+reference::Case state_case(reference::Optimizer::Kind kind) {
+  reference::Case c;
+  c.n = 3, c.d = 2, c.k = 2;
+  c.kernel = {0.7132f, -1.3391f, 0.2571f, 2.0913f};
+  c.bias = {0.1257f, -0.5123f};
+  c.x = {1.0371f, 2.3313f, -1.1193f, 0.5417f, 3.0111f, -2.1789f};
+  c.y = {0.0137f, 1.1171f, 2.2231f, -1.0471f, 0.5319f, 0.2513f};
+  c.lr = 0.0625f;
+  c.step = 3;
+  c.optimizer.kind = kind;
+  if (kind == reference::Optimizer::Kind::momentum) {
+    c.optimizer.momentum = 0.9f;
+    c.momentum_kernel = {0.5137f, -0.2519f, 0.3331f, 0.1173f};
+    c.momentum_bias = {-0.4127f, 0.6653f};
+  } else if (kind == reference::Optimizer::Kind::adam) {
+    c.optimizer.b1 = 0.9f;
+    c.optimizer.b2 = 0.999f;
+    c.optimizer.eps = 1e-8f;
+    c.optimizer.weight_decay = 0.1f;
+    c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+    c.momentum_kernel = {0.2137f, -0.1519f, 0.3331f, 0.1173f};
+    c.momentum_bias = {-0.4127f, 0.2653f};
+    c.second_moment_kernel = {0.0513f, 0.0219f, 0.0731f, 0.0117f};
+    c.second_moment_bias = {0.0412f, 0.0665f};
+  }
+  return c;
+}
+
+struct OnACase {
+  const char* mutant;
+  reference::Optimizer::Kind kind;
+};
+class NamedFromTheNumbers : public testing::TestWithParam<OnACase> {};
+
+// The step with the bug names its class first; the correct step of the same case names
+// nothing, the class least of all.
+TEST_P(NamedFromTheNumbers, OnAStepWithTheBugAndNotOnOneWithout) {
+  const OnACase& p = GetParam();
+  const auto& entry = conformance::builtin::find(p.mutant);
+  ASSERT_FALSE(entry.named_by.empty()) << p.mutant;
+  const reference::Case c = state_case(p.kind);
+  const reference::Expectation e = reference::expect(c);
+  const StepOutcome wrong = builtin(p.mutant)->step(c);
+  ASSERT_TRUE(wrong.result);
+  const auto named = suspected_bugs(c, *wrong.result, e);
+  ASSERT_FALSE(named.empty()) << p.mutant;
+  EXPECT_TRUE(contains(named[0], entry.named_by)) << join_suspects(named);
+  const StepOutcome right = builtin("float32")->step(c);
+  ASSERT_TRUE(right.result);
+  const auto none = suspected_bugs(c, *right.result, e);
+  EXPECT_TRUE(none.empty()) << join_suspects(none);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    StateAndFormat, NamedFromTheNumbers,
+    testing::Values(OnACase{"buffer-shared", reference::Optimizer::Kind::momentum},
+                    OnACase{"adam-state-not-advanced", reference::Optimizer::Kind::adam},
+                    OnACase{"adam-moments-bfloat16", reference::Optimizer::Kind::adam},
+                    OnACase{"adam-b2-on-gradient", reference::Optimizer::Kind::adam},
+                    OnACase{"adam-decay-in-moment", reference::Optimizer::Kind::adam},
+                    OnACase{"tf32-matmul-undeclared", reference::Optimizer::Kind::sgd},
+                    OnACase{"bf16-matmul-undeclared", reference::Optimizer::Kind::sgd}),
+    [](const testing::TestParamInfo<OnACase>& i) {
+      std::string s = i.param.mutant;
+      for (char& ch : s)
+        if (ch == '-') ch = '_';
+      return s;
+    });
+
+TEST(Diagnosis, TheMomentumBufferNamesItsFormula) {
+  // The other decay convention (wd large enough to show), a dampened first buffer: each
+  // named from the buffer, the correct step's buffer naming neither.
+  reference::Case c = state_case(reference::Optimizer::Kind::momentum);
+  c.optimizer.weight_decay = 0.1f;
+  const StepOutcome swapped = builtin("decay-convention-swapped")->step(c);
+  ASSERT_TRUE(swapped.result);
+  const auto decay = suspected_bugs(c, *swapped.result, reference::expect(c));
+  ASSERT_FALSE(decay.empty());
+  EXPECT_TRUE(contains(decay[0], "where the case's")) << join_suspects(decay);
+  c.momentum_kernel.clear();
+  c.momentum_bias.clear();
+  c.optimizer.weight_decay = 0.0f;
+  c.optimizer.dampening = 0.5f;
+  const StepOutcome dampened = builtin("dampening-on-first-step")->step(c);
+  ASSERT_TRUE(dampened.result);
+  const auto first = suspected_bugs(c, *dampened.result, reference::expect(c));
+  ASSERT_FALSE(first.empty());
+  EXPECT_TRUE(contains(first[0], "dampened first buffer")) << join_suspects(first);
+  const StepOutcome right = builtin("float32")->step(c);
+  ASSERT_TRUE(right.result);
+  EXPECT_TRUE(suspected_bugs(c, *right.result, reference::expect(c)).empty());
+}
+
+TEST(Diagnosis, DeclaredComputeFormatsAreNotSuspected) {
+  // The same products declared (compute_format tf32, bfloat16) are within their bound.
+  const reference::Case c = state_case(reference::Optimizer::Kind::sgd);
+  for (const char* name : {"tf32-matmul", "bf16-matmul"}) {
+    auto impl = builtin(name);
+    const StepOutcome out = impl->step(c);
+    ASSERT_TRUE(out.result);
+    const auto s =
+        suspected_bugs(c, *out.result, reference::expect(c, impl->declaration().arithmetic));
+    EXPECT_TRUE(s.empty()) << name << ": " << join_suspects(s);
+  }
+}
+
+TEST(Diagnosis, ASharedBufferIsToldFromABufferStartedAfresh) {
+  // The kernel's buffer near zero: a bias buffer read from it is one started afresh, and
+  // both are named; the fresh-buffer bug (the kernel's buffer wrong too) is not shared.
+  reference::Case c = state_case(reference::Optimizer::Kind::momentum);
+  const StepOutcome fresh = builtin("fresh-buffer-every-step")->step(c);
+  ASSERT_TRUE(fresh.result);
+  for (const std::string& s : suspected_bugs(c, *fresh.result, reference::expect(c)))
+    EXPECT_FALSE(contains(s, "one buffer shared")) << s;
+  c.momentum_kernel = {0.0f, 0.0f, 0.0f, 0.0f};
+  const StepOutcome shared = builtin("buffer-shared")->step(c);
+  ASSERT_TRUE(shared.result);
+  const auto both = suspected_bugs(c, *shared.result, reference::expect(c));
+  ASSERT_EQ(both.size(), 2u) << join_suspects(both);
+  EXPECT_TRUE(contains(both[0], "started afresh")) << both[0];
+  EXPECT_TRUE(contains(both[1], "one buffer shared")) << both[1];
+}
+
 // Two answers to one case, built from the correct one: the second as each cross-call bug
 // makes it.
 class BetweenCalls : public testing::Test {
@@ -179,6 +314,22 @@ TEST_F(BetweenCalls, AccumulatedGradients) {
   EXPECT_TRUE(contains(s[0], "zero_grad")) << s[0];
 }
 
+TEST_F(BetweenCalls, AccumulatedOntoALargeLeftover) {
+  // A gradient left from earlier calls, far larger than this case's, keeps both answers'
+  // norms alike: the sum is told element by element.
+  reference::StepResult a = first, b = first;
+  for (auto [ga, gb, g] : {std::tuple{&a.grad_kernel, &b.grad_kernel, &first.grad_kernel},
+                           std::tuple{&a.grad_bias, &b.grad_bias, &first.grad_bias}})
+    for (std::size_t i = 0; i < g->size(); ++i) {
+      const float left = i == 0 ? 1e12f : 0.0f;
+      (*ga)[i] = left + (*g)[i];
+      (*gb)[i] = (*ga)[i] + (*g)[i];
+    }
+  const auto s = suspected_between_calls(c, a, b, e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "gradients accumulate across calls")) << s[0];
+}
+
 TEST_F(BetweenCalls, AConstantFactorPerCall) {
   const auto s = suspected_between_calls(c, first, with_grads(0.5f, false), e);
   ASSERT_EQ(s.size(), 1u);
@@ -191,6 +342,21 @@ TEST_F(BetweenCalls, StateCarriedWithTheSameGradients) {
   const auto s = suspected_between_calls(c, first, second, e);
   ASSERT_EQ(s.size(), 1u);
   EXPECT_TRUE(contains(s[0], "state carried across calls")) << s[0];
+}
+
+TEST_F(BetweenCalls, TwoAnswersWithinTheBoundDifferByRoundingAlone) {
+  // Gradients that cancel to nearly nothing: one call's zero, the other's a rounding
+  // error, both within the bound, whatever their ratio.
+  c.y = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  c.kernel = {0.0f, 0.0f, 0.0f, 0.0f};
+  c.bias = {0.0f, 0.0f};
+  e = reference::expect(c, {});
+  first = *builtin("float32")->step(c).result;
+  reference::StepResult second = first;
+  second.grad_bias[0] = 0x1p-149f;
+  const auto s = suspected_between_calls(c, first, second, e);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0], "rounding alone")) << s[0];
 }
 
 TEST_F(BetweenCalls, RoundingAlone) {

@@ -43,7 +43,9 @@ struct Ratios {
 std::vector<const conformance::builtin::Entry*> correct_strategies() {
   std::vector<const conformance::builtin::Entry*> out;
   for (const auto& e : conformance::builtin::catalogue())
-    if (e.kind != conformance::builtin::Kind::mutant) out.push_back(&e);
+    // Correct everywhere: a variant correct only inside its declared recipe (even batches)
+    // is not a strategy for every case.
+    if (e.kind != conformance::builtin::Kind::mutant && e.declared.empty()) out.push_back(&e);
   return out;
 }
 

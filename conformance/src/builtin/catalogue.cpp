@@ -26,7 +26,7 @@ Entry mutant(std::string name, Bug bug, std::string description, std::string nam
 
 // A step whose products read their inputs in `format`, declared (a variant) or not (a mutant).
 Entry reduced_matmul(std::string name, reference::Format format, bool declared,
-                     std::string description) {
+                     std::string description, std::string named_by = {}) {
   Recipe recipe;
   recipe.order = Order::sequential;
   recipe.matmul_inputs = format;
@@ -37,7 +37,8 @@ Entry reduced_matmul(std::string name, reference::Format format, bool declared,
           std::move(description),
           recipe,
           false,
-          arithmetic};
+          arithmetic,
+          std::move(named_by)};
 }
 
 std::vector<Entry> make_catalogue() {
@@ -174,7 +175,8 @@ std::vector<Entry> make_catalogue() {
                      "where the case's"));
   c.push_back(mutant("buffer-shared", Bug::buffer_shared,
                      "the bias's momentum buffer read from the kernel's (one buffer for two "
-                     "parameters)"));
+                     "parameters)",
+                     "one buffer shared between kernel and bias"));
   c.push_back(mutant("adam-bias-correction-off-by-one", Bug::adam_bias_correction_off_by_one,
                      "Adam's bias correction 1 - b^t with t the counter before the step, not "
                      "after (the increment placed after its use)",
@@ -184,14 +186,18 @@ std::vector<Entry> make_catalogue() {
                      "outside",
                      "eps inside the square root"));
   c.push_back(mutant("adam-b2-on-gradient", Bug::adam_b2_on_gradient,
-                     "the second moment averages the gradient, not its square"));
+                     "the second moment averages the gradient, not its square",
+                     "not of its square"));
   c.push_back(mutant("adam-decay-in-moment", Bug::adam_decay_in_moment,
-                     "decoupled weight decay also added to the first moment's gradient"));
+                     "decoupled weight decay also added to the first moment's gradient",
+                     "weight decay inside Adam's moment"));
   c.push_back(mutant("adam-moments-bfloat16", Bug::adam_moments_bfloat16,
                      "both moments kept in bfloat16 (a low-precision optimizer state) without "
-                     "declaring it"));
+                     "declaring it",
+                     "moments kept in bfloat16"));
   c.push_back(mutant("adam-state-not-advanced", Bug::adam_state_not_advanced,
-                     "the moments returned as they came in (state not threaded back)"));
+                     "the moments returned as they came in (state not threaded back)",
+                     "moments are returned as they came in"));
   c.push_back(mutant("sum-not-mean", Bug::sum_not_mean,
                      "loss and gradients summed over the N*K elements (reduction='sum' where the "
                      "mean belongs)",
@@ -214,10 +220,12 @@ std::vector<Entry> make_catalogue() {
                      "gradients accumulate across calls"));
   c.push_back(reduced_matmul("tf32-matmul-undeclared", reference::formats::tf32, false,
                              "TF32 products (torch.backends.cuda.matmul.allow_tf32 left on) "
-                             "declared as float32"));
+                             "declared as float32",
+                             "matrix products in tf32"));
   c.push_back(reduced_matmul("bf16-matmul-undeclared", reference::formats::bfloat16, false,
                              "bfloat16 products (an autocast region around the step) declared "
-                             "as float32"));
+                             "as float32",
+                             "matrix products in bfloat16"));
   return c;
 }
 
