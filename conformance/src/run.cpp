@@ -54,9 +54,11 @@ bool write_file(const std::string& path, Writer write) {
 // Each shrunk counterexample as a fixture in `dir`, ready to commit as a regression test.
 bool save_failures(const SuiteReport& report, const std::string& dir) {
   if (dir.empty()) return true;
+  bool all = true;
   for (const PropertyOutcome& o : report.properties) {
     const auto& cx = o.report.counterexample;
     if (!cx) continue;
+    // One that cannot be saved does not keep the others from being saved.
     try {
       const auto f = regression::counterexample_fixture(o.report.property, *cx, report.declaration,
                                                         report.options.run.seed);
@@ -64,10 +66,10 @@ bool save_failures(const SuiteReport& report, const std::string& dir) {
     } catch (const std::exception& e) {
       fmt::print(stderr, "sgd-conformance: cannot save the counterexample of {}: {}\n",
                  o.report.property, e.what());
-      return false;
+      all = false;
     }
   }
-  return true;
+  return all;
 }
 
 int could_not_test(const RunSettings& a, const std::string& why) {

@@ -31,10 +31,25 @@ std::string show(const ValueRange& r) {
   return r.fixed() ? fmt::format("{:.9g}", r.lo) : fmt::format("[{:.9g}, {:.9g}]", r.lo, r.hi);
 }
 
+bool takes_decay(Kind kind) { return kind != Kind::sgd; }
+
+// The case's bias group is the declared one: each value declared and taken by the case's
+// optimizer present and inside its range, nothing else.
+bool admits_group(const std::optional<DeclaredGroup>& declared, const reference::Case& c) {
+  const std::optional<reference::ParamGroup>& g = c.bias_group;
+  if (!declared) return !g;
+  const bool lr = declared->lr.has_value();
+  const bool wd = declared->weight_decay && takes_decay(c.optimizer.kind);
+  if (!lr && !wd) return !g;
+  if (!g || g->lr.has_value() != lr || g->weight_decay.has_value() != wd) return false;
+  return (!lr || declared->lr->contains(*g->lr)) &&
+         (!wd || declared->weight_decay->contains(*g->weight_decay));
+}
+
 }  // namespace
 
 bool DeclaredRecipe::empty() const {
-  return optimizers.empty() && !even_batches &&
+  return optimizers.empty() && !even_batches && !bias_group &&
          std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
 }
 
@@ -54,7 +69,7 @@ bool DeclaredRecipe::admits(const reference::Case& c) const {
     if (ranges[i] && hyperparameters[i].taken_by(c.optimizer.kind) &&
         !ranges[i]->contains(hyperparameters[i].get(c)))
       return false;
-  return true;
+  return admits_group(bias_group, c);
 }
 
 void validate(const DeclaredRecipe& r, const Capabilities& caps) {
@@ -70,28 +85,26 @@ void validate(const DeclaredRecipe& r, const Capabilities& caps) {
     if (r.runs(k) && (k == Kind::sgd || (k == Kind::momentum && caps.momentum) ||
                       (k == Kind::adam && caps.adam)))
       run.push_back(k);
-  for (std::size_t i = 0; i < hyperparameters.size(); ++i) {
-    if (!r.ranges[i]) continue;
-    const reference::Hyperparameter& h = hyperparameters[i];
-    const ValueRange& v = *r.ranges[i];
-    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) bad(h.name, "is not finite: " + show(v));
-    if (v.lo > v.hi) bad(h.name, fmt::format("is an empty range: {:.9g} > {:.9g}", v.lo, v.hi));
+  auto check = [&](const std::string& field, const reference::Hyperparameter& h,
+                   const ValueRange& v) {
+    if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) bad(field, "is not finite: " + show(v));
+    if (v.lo > v.hi) bad(field, fmt::format("is an empty range: {:.9g} > {:.9g}", v.lo, v.hi));
     for (float end : {v.lo, v.hi}) {
       if (!h.valid(end))
-        bad(h.name, fmt::format("{} lies outside where the step is defined ({}{:.9g}, {:.9g}{})",
-                                show(v), h.lowest_open ? "(" : "[", h.lowest, h.highest,
-                                h.highest_open ? ")" : "]"));
+        bad(field, fmt::format("{} lies outside where the step is defined ({}{:.9g}, {:.9g}{})",
+                               show(v), h.lowest_open ? "(" : "[", h.lowest, h.highest,
+                               h.highest_open ? ")" : "]"));
       if (end != 0.0f && std::abs(end) < 0x1p-126f)
-        bad(h.name, fmt::format("{:.9g} is neither 0 nor a normal float32", end));
+        bad(field, fmt::format("{:.9g} is neither 0 nor a normal float32", end));
     }
     if (std::none_of(run.begin(), run.end(), [&](Kind k) { return h.taken_by(k); }))
-      bad(h.name, "no optimizer the recipe runs takes it");
+      bad(field, "no optimizer the recipe runs takes it");
     if (v.lo > 0.0f) {
       const std::string_view name = h.name;
       if (name == "dampening" && !(caps.momentum && caps.momentum->dampening))
-        bad(h.name, "is above 0, but momentum.dampening is not declared");
+        bad(field, "is above 0, but momentum.dampening is not declared");
       if (name == "eps_root" && !(caps.adam && caps.adam->eps_root))
-        bad(h.name, "is above 0, but adam.eps_root is not declared");
+        bad(field, "is above 0, but adam.eps_root is not declared");
       if (name == "weight_decay")
         for (Kind k : run) {
           const bool taken =
@@ -99,10 +112,21 @@ void validate(const DeclaredRecipe& r, const Capabilities& caps) {
               : k == Kind::adam   ? caps.adam->coupled_decay || caps.adam->decoupled_decay
                                   : true;
           if (!taken)
-            bad(h.name, fmt::format("is above 0, but {}.weight_decay declares no convention",
-                                    reference::to_string(k)));
+            bad(field, fmt::format("is above 0, but {}.weight_decay declares no convention",
+                                   reference::to_string(k)));
         }
     }
+  };
+  for (std::size_t i = 0; i < hyperparameters.size(); ++i)
+    if (r.ranges[i]) check(hyperparameters[i].name, hyperparameters[i], *r.ranges[i]);
+  if (r.bias_group) {
+    if (!r.bias_group->lr && !r.bias_group->weight_decay)
+      bad("bias_group", "declares neither lr nor weight_decay");
+    if (r.bias_group->lr)
+      check("bias_group.lr", hyperparameters[index_of("lr")], *r.bias_group->lr);
+    if (r.bias_group->weight_decay)
+      check("bias_group.weight_decay", hyperparameters[index_of("weight_decay")],
+            *r.bias_group->weight_decay);
   }
 }
 
@@ -131,7 +155,36 @@ DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& aske
           fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
     out.ranges[i] = both;
   }
+  if (!declared.bias_group || !asked.bias_group) {
+    out.bias_group = declared.bias_group ? declared.bias_group : asked.bias_group;
+  } else {
+    DeclaredGroup g;
+    for (auto [field, member] :
+         {std::pair{"bias_group.lr", &DeclaredGroup::lr},
+          std::pair{"bias_group.weight_decay", &DeclaredGroup::weight_decay}}) {
+      const auto &a = (*declared.bias_group).*member, &b = (*asked.bias_group).*member;
+      if (!a || !b) {
+        g.*member = a ? a : b;
+        continue;
+      }
+      const ValueRange both{std::max(a->lo, b->lo), std::min(a->hi, b->hi)};
+      if (both.lo > both.hi)
+        bad(field, fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
+      g.*member = both;
+    }
+    out.bias_group = g;
+  }
   return out;
+}
+
+std::optional<reference::ParamGroup> draw_group(std::mt19937_64& rng, const DeclaredGroup& group,
+                                                Kind kind) {
+  reference::ParamGroup g;
+  if (group.lr) g.lr = draw_inside(rng, *group.lr);
+  if (group.weight_decay && takes_decay(kind))
+    g.weight_decay = draw_inside(rng, *group.weight_decay);
+  if (!g.lr && !g.weight_decay) return std::nullopt;
+  return g;
 }
 
 float draw_inside(std::mt19937_64& rng, const ValueRange& range) {

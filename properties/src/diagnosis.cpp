@@ -136,13 +136,18 @@ std::vector<double> optimizer_change(const Case& c, const std::vector<double>& g
   std::vector<double> m = state(c.momentum_kernel, c.momentum_bias);
   std::vector<double> v = state(c.second_moment_kernel, c.second_moment_bias);
   if (var.fresh) m.assign(p.size(), 0.0), v.assign(p.size(), 0.0);
-  const double lr = c.lr, wd = o.weight_decay, mu = o.momentum;
+  const double mu = o.momentum;
+  // The bias's own lr and weight decay where it has a group.
+  const reference::Case bias_case = reference::bias_group_case(c);
+  const std::size_t kernel_size = c.kernel.size();
   const double keep = 1.0 - double(reference::applied_dampening(o));
   const double t = double(c.step) + (var.adam_t_off_by_one ? 0.0 : 1.0);
   const double eps_root = var.adam_eps_inside ? double(o.eps) : double(o.eps_root);
   const double eps = var.adam_eps_inside ? 0.0 : double(o.eps);
   std::vector<double> out(p.size(), 0.0);
   for (std::size_t i = 0; i < p.size() && i < g.size(); ++i) {
+    const reference::Case& group = i < kernel_size ? c : bias_case;
+    const double lr = group.lr, wd = group.optimizer.weight_decay;
     const double ge = decoupled ? g[i] : g[i] + wd * p[i];
     double d = ge;
     if (o.kind == reference::Optimizer::Kind::momentum) {
@@ -832,6 +837,27 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
            return optimizer_change(c, g);
          }});
   }
+  // Parameter groups: the bias without decay where it decays, or with the kernel's
+  // hyperparameters where its group gives it its own.
+  if (const reference::Case bias = reference::bias_group_case(c);
+      !plain_sgd && bias.optimizer.weight_decay != 0.0f)
+    update_hypotheses.push_back(
+        {"matches the bias stepped without weight decay, the kernel with it (a parameter group "
+         "with weight_decay=0 for biases, or optax's mask): declare the bias's group (recipe "
+         "bias_group.weight_decay 0) if the step runs one",
+         [&c, &exact_grads] {
+           reference::Case s = c;
+           s.bias_group = s.bias_group.value_or(reference::ParamGroup{});
+           s.bias_group->weight_decay = 0.0f;
+           return optimizer_change(s, exact_grads);
+         }});
+  if (c.bias_group)
+    update_hypotheses.push_back(
+        {"matches the bias stepped with the kernel's lr and weight decay: the bias's declared "
+         "parameter group is not applied",
+         [&c, &exact_grads] {
+           return optimizer_change(reference::kernel_group_case(c), exact_grads);
+         }});
   // The optimizer's state and options, as the known optimizer bugs get them wrong.
   std::vector<std::pair<std::string, Variation>> variations;
   if (!plain_sgd && !c.fresh_state())

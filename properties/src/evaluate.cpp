@@ -29,6 +29,13 @@ bool same_case(const reference::Case& a, const reference::Case& b) {
     if (!same_bits(o.*h, p.*h)) return false;
   for (const reference::InputArray& in : reference::input_arrays)
     if (!same_bits(a.*in.member, b.*in.member)) return false;
+  if (a.bias_group.has_value() != b.bias_group.has_value()) return false;
+  if (a.bias_group) {
+    for (auto h : {&reference::ParamGroup::lr, &reference::ParamGroup::weight_decay}) {
+      const std::optional<float>&x = (*a.bias_group).*h, &y = (*b.bias_group).*h;
+      if (x.has_value() != y.has_value() || (x && !same_bits(*x, *y))) return false;
+    }
+  }
   return true;
 }
 

@@ -38,6 +38,7 @@ const std::vector<ExercisedOption>& exercised_options() {
       {"carried state", [](const reference::Case& c) { return stateful(c) && !c.fresh_state(); }},
       {"num_shards > 1", [](const reference::Case& c) { return c.num_shards > 1; }},
       {"uneven shards", [](const reference::Case& c) { return c.n % c.num_shards != 0; }},
+      {"bias group", [](const reference::Case& c) { return c.bias_group.has_value(); }},
   };
   return options;
 }
@@ -105,6 +106,7 @@ std::vector<std::string> unexercised(const Exercised& e, const Declaration& d) {
   const bool decoupled =
       (c.momentum && c.momentum->decoupled_decay) || (c.adam && c.adam->decoupled_decay);
   declared.insert(declared.end(), {{"decay coupled", coupled}, {"decay decoupled", decoupled}});
+  declared.push_back({"bias group", r.bias_group.has_value()});
   std::vector<std::string> out;
   for (const auto& [name, on] : declared)
     if (on && count(name) == 0)

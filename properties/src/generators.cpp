@@ -109,8 +109,11 @@ void within_recipe(Rng& rng, const CaseSpace& space, reference::Case& c) {
     if (space.recipe.ranges[i] && h.taken_by(o.kind))
       h.set(c, draw_inside(rng, *space.recipe.ranges[i]));
   }
+  if (space.recipe.bias_group) c.bias_group = draw_group(rng, *space.recipe.bias_group, o.kind);
   if (o.nesterov && (o.momentum == 0.0f || o.dampening != 0.0f)) o.nesterov = false;
-  if (o.weight_decay != 0.0f) {
+  const float bias_decay =
+      c.bias_group ? c.bias_group->weight_decay.value_or(o.weight_decay) : o.weight_decay;
+  if (o.weight_decay != 0.0f || bias_decay != 0.0f) {
     bool coupled = false, decoupled = false;
     if (o.kind == Kind::momentum && space.momentum)
       std::tie(coupled, decoupled) =
@@ -370,6 +373,11 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
     last.push_back([c] {
       reference::Case s = c;
       s.optimizer = reference::Optimizer{};
+      // Plain SGD does not decay: the bias group keeps its learning rate alone.
+      if (s.bias_group) {
+        s.bias_group->weight_decay.reset();
+        if (!s.bias_group->lr) s.bias_group.reset();
+      }
       s.momentum_kernel.clear();
       s.momentum_bias.clear();
       s.second_moment_kernel.clear();

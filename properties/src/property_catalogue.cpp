@@ -102,6 +102,7 @@ Case with_shards(const Case& c, int num_shards) {
 Case without_lr(const Case& c) {
   Case s = c;
   s.lr = 0.0f;
+  if (s.bias_group && s.bias_group->lr) s.bias_group->lr = 0.0f;
   return s;
 }
 
@@ -233,10 +234,11 @@ Judgement pre_update_loss(Context& ctx, const Case& c, std::span<const StepOutco
 std::vector<std::string> inconsistent_updates(const Case& c, const StepResult& r,
                                               const reference::Expectation& e) {
   std::vector<std::string> out;
+  // Each parameter's own learning rate: the bias's from its group when it has one.
   auto check = [&](const char* name, const std::vector<float>& p, const std::vector<float>& p_new,
-                   const std::vector<float>& g, const std::vector<double>& slack) {
+                   const std::vector<float>& g, const std::vector<double>& slack, float lr) {
     for (std::size_t i = 0; i < p.size(); ++i) {
-      const double v = double(p[i]) - double(c.lr) * double(g[i]);
+      const double v = double(p[i]) - double(lr) * double(g[i]);
       if (!std::isfinite(v) || !std::isfinite(p_new[i])) continue;
       const double allowed = e.u * (1.0 + e.u) * std::abs(v) + slack[i] + 0x1p-52 * std::abs(v);
       const double off = std::abs(double(p_new[i]) - v);
@@ -248,8 +250,9 @@ std::vector<std::string> inconsistent_updates(const Case& c, const StepResult& r
       }
     }
   };
-  check("kernel", c.kernel, r.kernel, r.grad_kernel, e.kernel_from_grad);
-  check("bias", c.bias, r.bias, r.grad_bias, e.bias_from_grad);
+  check("kernel", c.kernel, r.kernel, r.grad_kernel, e.kernel_from_grad, c.lr);
+  const float bias_lr = c.bias_group && c.bias_group->lr ? *c.bias_group->lr : c.lr;
+  check("bias", c.bias, r.bias, r.grad_bias, e.bias_from_grad, bias_lr);
   return out;
 }
 

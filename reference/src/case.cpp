@@ -62,6 +62,24 @@ void Case::validate() const {
     throw std::invalid_argument(
         "optimizer: plain SGD takes no momentum, dampening, Nesterov or weight decay (a momentum "
         "optimizer with momentum 0 decays)");
+  if (bias_group) {
+    if (!bias_group->lr && !bias_group->weight_decay)
+      throw std::invalid_argument("bias_group: declares neither lr nor weight_decay");
+    for (auto [name, h] : {std::pair{"bias_lr", bias_group->lr},
+                           std::pair{"bias_weight_decay", bias_group->weight_decay}}) {
+      if (h && std::isfinite(*h) && *h != 0.0f && std::abs(*h) < 0x1p-126f)
+        throw std::invalid_argument(std::string(name) +
+                                    ": a hyperparameter is 0 or a normal float32");
+    }
+    if (const auto wd = bias_group->weight_decay) {
+      if (optimizer.kind == Optimizer::Kind::sgd && *wd != 0.0f)
+        throw std::invalid_argument(
+            "bias_weight_decay: plain SGD takes no weight decay (a momentum optimizer with "
+            "momentum 0 decays)");
+      if (optimizer.kind == Optimizer::Kind::adam && std::isfinite(*wd) && *wd < 0.0f)
+        throw std::invalid_argument("bias_weight_decay: must be >= 0 with Adam");
+    }
+  }
   if (!fresh_state() && optimizer.kind == Optimizer::Kind::sgd)
     throw std::invalid_argument("momentum_kernel: optimizer state without a stateful optimizer");
   for (const InputArray& in : input_arrays) {
@@ -125,10 +143,27 @@ bool reports(const OutputInfo& info, const Case& c, bool grads) {
   return false;
 }
 
+Case bias_group_case(Case c) {
+  if (!c.bias_group) return c;
+  const ParamGroup g = *c.bias_group;
+  c.bias_group.reset();
+  if (g.lr) c.lr = *g.lr;
+  if (g.weight_decay) c.optimizer.weight_decay = *g.weight_decay;
+  return c;
+}
+
+Case kernel_group_case(Case c) {
+  c.bias_group.reset();
+  return c;
+}
+
 bool has_nonfinite_input(const Case& c) {
   const Optimizer& o = c.optimizer;
   for (float h : {c.lr, o.momentum, o.dampening, o.weight_decay, o.b1, o.b2, o.eps, o.eps_root})
     if (!std::isfinite(h)) return true;
+  if (c.bias_group)
+    for (const std::optional<float>& h : {c.bias_group->lr, c.bias_group->weight_decay})
+      if (h && !std::isfinite(*h)) return true;
   for (const InputArray& in : input_arrays)
     for (float f : c.*in.member)
       if (!std::isfinite(f)) return true;
@@ -142,6 +177,9 @@ Case with_nonfinite_as_zero(Case c) {
   Optimizer& o = c.optimizer;
   for (float* h : {&c.lr, &o.momentum, &o.dampening, &o.weight_decay, &o.b1, &o.b2, &o.eps_root})
     if (!std::isfinite(*h)) *h = 0.0f;
+  if (c.bias_group)
+    for (std::optional<float>* h : {&c.bias_group->lr, &c.bias_group->weight_decay})
+      if (*h && !std::isfinite(**h)) **h = 0.0f;
   // eps must stay > 0: a non-finite eps reads as 1 (every output it reaches is poisoned).
   if (!std::isfinite(o.eps)) o.eps = 1.0f;
   return c;
@@ -161,6 +199,11 @@ void showValue(const Case& c, std::ostream& os) {
          << " eps_root=" << describe(o.eps_root) << (c.fresh_state() ? " (fresh state)" : "");
     if (o.weight_decay != 0.0f)
       os << " weight_decay=" << describe(o.weight_decay) << " (" << to_string(o.decay) << ")";
+  }
+  if (c.bias_group) {
+    os << "\n  bias group";
+    if (c.bias_group->lr) os << " lr=" << describe(*c.bias_group->lr);
+    if (c.bias_group->weight_decay) os << " weight_decay=" << describe(*c.bias_group->weight_decay);
   }
   for (const InputArray& in : input_arrays) {
     const std::vector<float>& v = c.*in.member;

@@ -200,14 +200,29 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   out.u = operation_model(model).u;
   return out;
 }
+
+// With a bias group: every output from the case without it, then the bias's extent
+// (its values, bounds and U2 slack) from the case the bias group sees. The bias gradient,
+// the same in both, comes with them.
+Expectation expect_grouped(const Case& c, const ErrorModel& model,
+                           RoundedStep (*evaluate)(const Case&)) {
+  if (!c.bias_group) return expect_with(c, model, evaluate);
+  c.validate();
+  Expectation out = expect_with(kernel_group_case(c), model, evaluate);
+  Expectation bias = expect_with(bias_group_case(c), model, evaluate);
+  for (const OutputInfo& info : output_table)
+    if (info.extent == Extent::bias) out[info.output] = std::move(bias[info.output]);
+  out.bias_from_grad = std::move(bias.bias_from_grad);
+  return out;
+}
 }  // namespace
 
 Expectation expect(const Case& c, const ErrorModel& model) {
-  return expect_with(c, model, certified_step);
+  return expect_grouped(c, model, certified_step);
 }
 
 Expectation expect_exact(const Case& c, const ErrorModel& model) {
-  return expect_with(c, model, round_exact_step);
+  return expect_grouped(c, model, round_exact_step);
 }
 
 }  // namespace sgdc::reference

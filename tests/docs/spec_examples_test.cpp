@@ -264,6 +264,9 @@ TEST(SpecExamples, Recipe) {
   EXPECT_EQ(r.range("b2"), (properties::ValueRange{0.95f, 0.95f}));
   EXPECT_EQ(r.range("weight_decay"), (properties::ValueRange{0.0f, 0.1f}));
   EXPECT_TRUE(r.even_batches);
+  ASSERT_TRUE(r.bias_group);
+  EXPECT_EQ(r.bias_group->weight_decay, (properties::ValueRange{0.0f, 0.0f}));
+  EXPECT_FALSE(r.bias_group->lr);
   // Valid for an AdamW implementation.
   properties::Capabilities caps;
   caps.adam = properties::AdamSupport{.decoupled_decay = true};

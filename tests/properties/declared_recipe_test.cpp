@@ -145,5 +145,86 @@ TEST(DeclaredRecipe, NarrowIntersects) {
   EXPECT_THROW(narrow(declared, asked), std::invalid_argument);
 }
 
+// A bias group declared: every drawn case and shrink carries it, inside its ranges, the
+// weight decay only where the optimizer decays; an undeclared recipe draws none.
+TEST(DeclaredRecipe, TheBiasGroupIsDrawnAndShrunkInside) {
+  Declaration d;
+  d.capabilities.momentum = MomentumSupport{.coupled_decay = true, .decoupled_decay = true};
+  d.capabilities.adam = AdamSupport{.coupled_decay = true, .decoupled_decay = true};
+  d.recipe.bias_group = DeclaredGroup{.lr = {{1e-3f, 1e-1f}}, .weight_decay = {{0.0f, 0.0f}}};
+  validate(d.recipe, d.capabilities);
+  const CaseSpace space = case_space(d, RunOptions{});
+  int sgd = 0, decaying = 0, shrinks = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto s = draw(find_property("accuracy"), space, 5, i);
+    const reference::Case& c = s.value();
+    ASSERT_TRUE(c.bias_group) << i;
+    EXPECT_NO_THROW(c.validate());
+    ASSERT_TRUE(d.recipe.admits(c)) << i;
+    EXPECT_TRUE(c.bias_group->lr && *c.bias_group->lr >= 1e-3f && *c.bias_group->lr <= 1e-1f);
+    if (c.optimizer.kind == Kind::sgd) {
+      ++sgd;
+      EXPECT_FALSE(c.bias_group->weight_decay) << "plain SGD does not decay";
+    } else {
+      ++decaying;
+      EXPECT_EQ(c.bias_group->weight_decay, 0.0f);
+    }
+    auto seq = s.shrinks();
+    for (int k = 0; k < 30; ++k) {
+      const auto next = seq.next();
+      if (!next) break;
+      ++shrinks;
+      ASSERT_TRUE(d.recipe.admits(next->value())) << i << " shrink " << k;
+    }
+  }
+  EXPECT_GT(sgd, 20);
+  EXPECT_GT(decaying, 20);
+  EXPECT_GT(shrinks, 1000);
+  reference::Case c = draw(find_property("accuracy"), space, 5, 0).value();
+  c.bias_group.reset();
+  EXPECT_FALSE(d.recipe.admits(c)) << "a case without the declared group";
+  const CaseSpace undeclared = case_space(Declaration{}, RunOptions{});
+  for (int i = 0; i < 50; ++i)
+    EXPECT_FALSE(draw(find_property("accuracy"), undeclared, 5, i).value().bias_group);
+}
+
+TEST(DeclaredRecipe, BadGroupsAreNamedAndNarrowed) {
+  Capabilities caps;
+  caps.momentum = MomentumSupport{.coupled_decay = true};
+  DeclaredRecipe r;
+  r.bias_group = DeclaredGroup{};
+  EXPECT_THROW(
+      {
+        try {
+          validate(r, caps);
+        } catch (const std::invalid_argument& e) {
+          EXPECT_STREQ(e.what(), "recipe.bias_group: declares neither lr nor weight_decay");
+          throw;
+        }
+      },
+      std::invalid_argument);
+  r.bias_group = DeclaredGroup{.weight_decay = {{-1.0f, 0.0f}}};
+  try {
+    validate(r, caps);
+    ADD_FAILURE() << "a negative weight decay was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("recipe.bias_group.weight_decay: ", 0), 0u) << e.what();
+  }
+  DeclaredRecipe declared, asked;
+  declared.bias_group = DeclaredGroup{.weight_decay = {{0.0f, 0.1f}}};
+  asked.bias_group = DeclaredGroup{.lr = {{0.5f, 0.5f}}, .weight_decay = {{0.0f, 0.0f}}};
+  const DeclaredRecipe both = narrow(declared, asked);
+  EXPECT_EQ(both.bias_group, (DeclaredGroup{.lr = {{0.5f, 0.5f}}, .weight_decay = {{0.0f, 0.0f}}}));
+  asked.bias_group = DeclaredGroup{.weight_decay = {{0.25f, 0.5f}}};
+  try {
+    narrow(declared, asked);
+    ADD_FAILURE() << "an empty intersection was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("recipe.bias_group.weight_decay: [0.25, 0.5] lies", 0),
+              0u)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sgdc::properties

@@ -95,6 +95,15 @@ std::vector<Entry> make_catalogue() {
     even.declared.even_batches = true;
     c.push_back(std::move(even));
   }
+  {
+    // The no-decay-on-bias step, declared for what it is: a bias in a group of its own.
+    Entry groups = variant("no-decay-on-bias",
+                           "the bias in a parameter group with weight_decay=0 (torch.optim "
+                           "parameter groups, optax's mask), declaring that group",
+                           Recipe{.order = Order::sequential, .bug = Bug::no_decay_on_bias});
+    groups.declared.bias_group = properties::DeclaredGroup{.weight_decay = {{0.0f, 0.0f}}};
+    c.push_back(std::move(groups));
+  }
   c.push_back(mutant("post-update-loss", Bug::post_update_loss,
                      "returns the loss re-evaluated after the update (logging the loss after "
                      "optimizer.step())",
@@ -218,6 +227,19 @@ std::vector<Entry> make_catalogue() {
                      "each plain-SGD step's gradient added to the one kept from the last call of "
                      "the same shape (optimizer.zero_grad() missing from the training step)",
                      "gradients accumulate across calls"));
+  c.push_back(mutant("no-decay-on-bias-undeclared", Bug::no_decay_on_bias,
+                     "the bias in a parameter group with weight_decay=0, declared as one group "
+                     "for both parameters",
+                     "the bias stepped without weight decay"));
+  {
+    Entry ignored = mutant("bias-group-ignored", Bug::bias_group_ignored,
+                           "declares the bias's group without weight decay, then steps the bias "
+                           "with the kernel's (the group built but its parameters left in the "
+                           "default one)",
+                           "parameter group is not applied");
+    ignored.declared.bias_group = properties::DeclaredGroup{.weight_decay = {{0.0f, 0.0f}}};
+    c.push_back(std::move(ignored));
+  }
   c.push_back(reduced_matmul("tf32-matmul-undeclared", reference::formats::tf32, false,
                              "TF32 products (torch.backends.cuda.matmul.allow_tf32 left on) "
                              "declared as float32",
@@ -227,6 +249,29 @@ std::vector<Entry> make_catalogue() {
                              "as float32",
                              "matrix products in bfloat16"));
   return c;
+}
+
+// Each parameter group stepped as a case of its own, as an optimizer with parameter
+// groups does: the bias's outputs from the case its group sees.
+reference::StepResult grouped_step(const reference::Case& c, const Recipe& recipe) {
+  if (!c.bias_group) return float32_step(c, recipe);
+  reference::StepResult r = float32_step(reference::kernel_group_case(c), recipe);
+  reference::StepResult bias = float32_step(reference::bias_group_case(c), recipe);
+  for (const reference::OutputInfo& info : reference::output_table)
+    if (info.extent == reference::Extent::bias) r[info.output] = std::move(bias[info.output]);
+  return r;
+}
+
+// The case as the bug's step sees it: its bias without decay (a group it may not
+// declare), or without the group it declared.
+reference::Case as_stepped(const reference::Case& c, Bug bug) {
+  reference::Case s = c;
+  if (bug == Bug::no_decay_on_bias && c.optimizer.kind != reference::Optimizer::Kind::sgd) {
+    s.bias_group = s.bias_group.value_or(reference::ParamGroup{});
+    s.bias_group->weight_decay = 0.0f;
+  }
+  if (bug == Bug::bias_group_ignored) s.bias_group.reset();
+  return s;
 }
 
 class Builtin final : public properties::Implementation {
@@ -247,7 +292,7 @@ class Builtin final : public properties::Implementation {
   }
   const properties::Declaration& declaration() const override { return declaration_; }
   properties::StepOutcome step(const reference::Case& c) override {
-    reference::StepResult r = float32_step(c, entry_.recipe);
+    reference::StepResult r = grouped_step(as_stepped(c, entry_.recipe.bug), entry_.recipe);
     if (entry_.recipe.bug == Bug::gradients_accumulate &&
         c.optimizer.kind == reference::Optimizer::Kind::sgd)
       accumulate(c, r);

@@ -367,6 +367,13 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
     scalar("weight_decay", o.weight_decay);
     j["decay"] = to_string(o.decay);
   }
+  if (c.bias_group) {
+    // Sent only for a bias in a parameter group of its own, each value only where it
+    // differs from the kernel's by declaration.
+    if (c.bias_group->lr) j["bias_lr"] = write(std::span<const float>(&*c.bias_group->lr, 1));
+    if (c.bias_group->weight_decay)
+      j["bias_weight_decay"] = write(std::span<const float>(&*c.bias_group->weight_decay, 1));
+  }
   for (const reference::InputArray& in : reference::input_arrays) {
     if (in.state && (c.*in.member).empty()) continue;  // fresh state: no buffer
     j[in.name] = write(c.*in.member);

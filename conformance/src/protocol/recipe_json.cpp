@@ -33,6 +33,16 @@ float nearest_float(const json& v, const std::string& field) {
   return f;
 }
 
+// A fixed value or [lo, hi].
+properties::ValueRange value_range(const json& v, const std::string& field) {
+  if (v.is_array()) {
+    if (v.size() != 2) bad(field, fmt::format("is not [lo, hi]: {}", show(v)));
+    return {nearest_float(v[0], field), nearest_float(v[1], field)};
+  }
+  const float f = nearest_float(v, field);
+  return {f, f};
+}
+
 }  // namespace
 
 properties::DeclaredRecipe decode_recipe(const json& j) {
@@ -64,20 +74,27 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
             known += (known.empty() ? "" : ", ") + std::string(h.name);
           bad(name, "is not a hyperparameter; known: " + known);
         }
-        if (v.is_array()) {
-          if (v.size() != 2) bad(name, fmt::format("is not [lo, hi]: {}", show(v)));
-          r.ranges[i] =
-              properties::ValueRange{nearest_float(v[0], name), nearest_float(v[1], name)};
-        } else {
-          const float f = nearest_float(v, name);
-          r.ranges[i] = properties::ValueRange{f, f};
-        }
+        r.ranges[i] = value_range(v, name);
       }
+    } else if (key == "bias_group") {
+      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      properties::DeclaredGroup g;
+      for (const auto& [name, v] : value.items()) {
+        const std::string field = "bias_group." + name;
+        if (name == "lr")
+          g.lr = value_range(v, field);
+        else if (name == "weight_decay")
+          g.weight_decay = value_range(v, field);
+        else
+          bad(field, "is not a parameter group's hyperparameter; known: lr, weight_decay");
+      }
+      r.bias_group = g;
     } else if (key == "even_batches") {
       if (!value.is_boolean()) bad(key, fmt::format("is not true or false: {}", show(value)));
       r.even_batches = value.get<bool>();
     } else {
-      bad(key, "is not a recipe field; known: optimizers, hyperparameters, even_batches");
+      bad(key,
+          "is not a recipe field; known: optimizers, hyperparameters, even_batches, bias_group");
     }
   }
   return r;
@@ -95,18 +112,21 @@ nlohmann::ordered_json encode_recipe(const properties::DeclaredRecipe& r) {
     j["optimizers"] = nlohmann::ordered_json::array();
     for (auto k : r.optimizers) j["optimizers"].push_back(reference::to_string(k));
   }
+  auto range_json = [](const properties::ValueRange& range) {
+    return range.fixed() ? shortest(range.lo)
+                         : nlohmann::ordered_json{shortest(range.lo), shortest(range.hi)};
+  };
   nlohmann::ordered_json h = nlohmann::ordered_json::object();
-  for (std::size_t i = 0; i < r.ranges.size(); ++i) {
-    const auto& range = r.ranges[i];
-    if (!range) continue;
-    const char* name = reference::hyperparameters[i].name;
-    if (range->fixed())
-      h[name] = shortest(range->lo);
-    else
-      h[name] = {shortest(range->lo), shortest(range->hi)};
-  }
+  for (std::size_t i = 0; i < r.ranges.size(); ++i)
+    if (const auto& range = r.ranges[i]) h[reference::hyperparameters[i].name] = range_json(*range);
   if (!h.empty()) j["hyperparameters"] = std::move(h);
   if (r.even_batches) j["even_batches"] = true;
+  if (r.bias_group) {
+    nlohmann::ordered_json g = nlohmann::ordered_json::object();
+    if (r.bias_group->lr) g["lr"] = range_json(*r.bias_group->lr);
+    if (r.bias_group->weight_decay) g["weight_decay"] = range_json(*r.bias_group->weight_decay);
+    j["bias_group"] = std::move(g);
+  }
   return j;
 }
 

@@ -138,7 +138,9 @@ for text, words in [("{", "is not JSON"), ('{"optimizers": ["adamw"]}', "recipe.
                     ('{"hyperparameters": {"lr": [1, 0.5]}}', "recipe.lr: is an empty range"),
                     ('{"optimizers": ["sgd"], "hyperparameters": {"b1": 0.9}}',
                      "recipe.b1: no optimizer"),
-                    ('{"even_batch": true}', "recipe.even_batch: is not a recipe field")]:
+                    ('{"even_batch": true}', "recipe.even_batch: is not a recipe field"),
+                    ('{"bias_group": {}}', "recipe.bias_group: declares neither"),
+                    ('{"bias_group": {"lr": -1}}', "recipe.bias_group.lr: -1 lies outside")]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(text)
     p = subprocess.run([CLI, "run", "--recipe", f.name], capture_output=True, text=True,
@@ -150,6 +152,19 @@ p = subprocess.run([CLI, "run", "--recipe", "/nonexistent/recipe.json"], capture
                    text=True, timeout=60)
 check("recipe missing file: exit 2 and named",
       p.returncode == 2 and "/nonexistent/recipe.json" in p.stderr, p.stderr)
+
+# A counterexample whose bias has a group of its own cannot be a fixture yet: the others
+# are saved, the report is kept, and exit 2 says what was not saved.
+with tempfile.TemporaryDirectory() as tmp:
+    report = os.path.join(tmp, "report.json")
+    saved = os.path.join(tmp, "saved")
+    p = subprocess.run([CLI, "run", "--impl", "builtin:bias-group-ignored", "--json", report,
+                        "--save-failures", saved], capture_output=True, text=True, timeout=120)
+    check("grouped counterexample: exit 2", p.returncode == 2, f"exit {p.returncode}")
+    check("grouped counterexample: named",
+          "fixtures do not hold a parameter group (bias_group)" in p.stderr, p.stderr[-400:])
+    check("grouped counterexample: the report is kept",
+          os.path.exists(report) and "NOT CONFORMANT" in p.stdout, p.stdout[-400:])
 
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")

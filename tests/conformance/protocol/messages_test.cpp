@@ -501,6 +501,40 @@ TEST(Messages, HelloRecipe) {
   EXPECT_TRUE(decode_hello(hello_with("")).recipe.empty()) << "undeclared: as before";
 }
 
+TEST(Messages, HelloRecipeBiasGroup) {
+  const std::string mom = R"(,"momentum":{"weight_decay":["coupled"]})";
+  const properties::Declaration d = decode_hello(
+      hello_with(mom + R"(,"recipe":{"bias_group":{"weight_decay":0,"lr":[0.001,0.1]}})"));
+  ASSERT_TRUE(d.recipe.bias_group);
+  EXPECT_EQ(d.recipe.bias_group->weight_decay, (properties::ValueRange{0.0f, 0.0f}));
+  EXPECT_EQ(d.recipe.bias_group->lr, (properties::ValueRange{0.001f, 0.1f}));
+  EXPECT_EQ(decode_hello(encode_hello_reply(d)).recipe, d.recipe);
+}
+
+// A step of a case whose bias has its own group carries bias_lr and bias_weight_decay,
+// each only when the group sets it; a case without one carries neither.
+TEST(Messages, StepCarriesTheBiasGroup) {
+  reference::Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {1.0f};
+  c.bias = {2.0f};
+  c.x = {3.0f};
+  c.y = {4.0f};
+  c.lr = 0.5f;
+  EXPECT_EQ(encode_step(1, c).find("bias_lr"), std::string::npos);
+  EXPECT_EQ(encode_step(1, c).find("bias_weight_decay"), std::string::npos);
+  c.bias_group = reference::ParamGroup{.lr = 0.25f};
+  // Scalars travel as arrays do: 0.25f is the bytes 00 00 80 3e, 0 is four zero bytes.
+  const auto j = nlohmann::json::parse(encode_step(1, c));
+  EXPECT_EQ(j.at("bias_lr"), "AACAPg==");
+  EXPECT_FALSE(j.contains("bias_weight_decay"));
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.bias_group = reference::ParamGroup{.weight_decay = 0.0f};
+  const auto k = nlohmann::json::parse(encode_step(1, c));
+  EXPECT_EQ(k.at("bias_weight_decay"), "AAAAAA==");
+  EXPECT_FALSE(k.contains("bias_lr"));
+}
+
 TEST(Messages, HelloRecipeFaultsNameTheField) {
   const std::string mom = R"(,"momentum":{"nesterov":true})";
   const std::pair<std::string, std::string> faults[] = {
@@ -524,6 +558,17 @@ TEST(Messages, HelloRecipeFaultsNameTheField) {
       {R"("recipe":{"hyperparameters":{"weight_decay":0.1}})",
        "recipe.weight_decay: is above 0, but momentum.weight_decay declares no convention"},
       {R"("recipe":{"even_batches":1})", "recipe.even_batches: is not true or false"},
+      {R"("recipe":{"bias_group":[]})", "recipe.bias_group: is not an object"},
+      {R"("recipe":{"bias_group":{}})", "recipe.bias_group: declares neither lr nor weight_decay"},
+      {R"("recipe":{"bias_group":{"wd":0}})",
+       "recipe.bias_group.wd: is not a parameter group's hyperparameter; known: lr, weight_decay"},
+      {R"("recipe":{"bias_group":{"lr":"0.1"}})", "recipe.bias_group.lr: is not a number"},
+      {R"("recipe":{"bias_group":{"lr":-1}})", "recipe.bias_group.lr: -1 lies outside"},
+      {R"("recipe":{"bias_group":{"weight_decay":[0.1,0]}})",
+       "recipe.bias_group.weight_decay: is an empty range"},
+      {R"("recipe":{"bias_group":{"weight_decay":0.1}})",
+       "recipe.bias_group.weight_decay: is above 0, but momentum.weight_decay declares no "
+       "convention"},
   };
   for (const auto& [field, needle] : faults)
     expect_hello_error(hello_with(mom + "," + field), needle);

@@ -30,6 +30,15 @@ struct ValueRange {
   friend bool operator==(const ValueRange&, const ValueRange&) = default;
 };
 
+/// The bias's own parameter group, as torch.optim's parameter groups and optax's `mask`
+/// or `multi_transform` make one (docs/spec/protocol.md, "Parameter groups"): where its
+/// learning rate and weight decay lie; each left out is the kernel's.
+struct DeclaredGroup {
+  std::optional<ValueRange> lr;
+  std::optional<ValueRange> weight_decay;
+  friend bool operator==(const DeclaredGroup&, const DeclaredGroup&) = default;
+};
+
 /// A declared recipe (see the file comment).
 struct DeclaredRecipe {
   /// The optimizers the implementation runs; empty: plain SGD and every optimizer its
@@ -41,6 +50,9 @@ struct DeclaredRecipe {
   /// N is always a multiple of num_shards (a sampler that pads the batch, as a
   /// DistributedSampler without drop_last does): only such cases are drawn and shrunk to.
   bool even_batches = false;
+  /// The bias's parameter group: every case drawn carries it (reference::Case::bias_group);
+  /// none: the bias takes the kernel's hyperparameters, as without a recipe.
+  std::optional<DeclaredGroup> bias_group;
 
   /// True when nothing is declared.
   bool empty() const;
@@ -66,6 +78,12 @@ void validate(const DeclaredRecipe& r, const Capabilities& caps);
 /// range the intersection of both, even batches if either says so. Throws
 /// std::invalid_argument naming the field when an intersection is empty.
 DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& asked);
+
+/// The bias group a case of optimizer `kind` takes under `group`: each declared value the
+/// optimizer takes drawn inside its range (weight decay only where it decays); none when
+/// that leaves nothing.
+std::optional<reference::ParamGroup> draw_group(std::mt19937_64& rng, const DeclaredGroup& group,
+                                                reference::Optimizer::Kind kind);
 
 /// A value inside `range`: the value of a fixed one; else either end in one case of four
 /// each, otherwise log-uniform when lo > 0, uniform when lo = 0.

@@ -53,6 +53,16 @@ const char* to_string(Optimizer::Decay decay);
 std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name);
 std::optional<Optimizer::Decay> parse_decay(std::string_view name);
 
+/// The bias's own hyperparameters when it sits in a parameter group of its own
+/// (docs/spec/step.md, "Parameter groups"): torch.optim's parameter groups, optax's
+/// `mask` and `multi_transform`. Each value left out is the kernel's.
+struct ParamGroup {
+  std::optional<float> lr;            ///< the group's learning rate
+  std::optional<float> weight_decay;  ///< the group's weight decay (0: no decay on the bias)
+
+  friend bool operator==(const ParamGroup&, const ParamGroup&) = default;
+};
+
 /// One input of the step. Matrices are row-major float32.
 struct Case {
   int n = 0;                  ///< batch rows N
@@ -72,6 +82,8 @@ struct Case {
   /// Adam's second moment before the step, [d][k] and [k], every value >= 0; empty in
   /// fresh state.
   std::vector<float> second_moment_kernel, second_moment_bias;
+  /// The bias's parameter group; none: the bias takes the kernel's hyperparameters.
+  std::optional<ParamGroup> bias_group;
 
   /// True for fresh optimizer state: no momentum buffer or moments yet.
   bool fresh_state() const {
@@ -109,6 +121,15 @@ inline constexpr std::array<InputArray, 8> input_arrays{{
 /// Whether output `info` is part of the result of case `c` for an implementation that
 /// reports gradients (`grads`) or not.
 bool reports(const OutputInfo& info, const Case& c, bool grads);
+
+/// The case the bias's group sees: `c` with the bias group's lr and weight decay, and no
+/// group. Every output of `c` of the bias's extent is that output of this case (the bias
+/// gradient does not read either value); every other output is that of `c` without its
+/// group. `c` itself when it has no group.
+Case bias_group_case(Case c);
+
+/// `c` without its bias group: the case every output but the bias's is computed from.
+Case kernel_group_case(Case c);
 
 /// True when some input (lr included) is NaN or infinite.
 bool has_nonfinite_input(const Case& c);

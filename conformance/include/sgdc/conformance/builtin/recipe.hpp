@@ -55,6 +55,8 @@ enum class Bug {
   momentum_on_plain_sgd,            ///< a plain-SGD case stepped as Nesterov's first step
   decay_in_loss,                    ///< weight decay also in the loss: in the reported gradient
   gradients_accumulate,             ///< each plain-SGD gradient added to the last call's
+  no_decay_on_bias,                 ///< the bias stepped without weight decay (a param group)
+  bias_group_ignored,               ///< the bias stepped with the kernel's hyperparameters
 };
 
 /// How a built-in computes Adam's update (docs/error-model.md, section 14).
