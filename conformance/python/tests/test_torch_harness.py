@@ -180,3 +180,43 @@ def test_the_report_names_the_cross_step_bug_class(sgdc: Any, train_step: Any, p
                       cases=CASES, properties=("determinism",), **sgdc_adapter.torch.DECLARATIONS)
     assert result.verdict == "not_conformant", result.text
     assert phrase in result.text.split("FAIL determinism", 1)[-1], result.text
+
+
+def no_decay_on_bias(params: Any, case_optimizer: Any) -> Any:
+    """torch.optim parameter groups: the bias (1-D) without weight decay."""
+    groups = [{"params": [p for p in params if p.ndim > 1]},
+              {"params": [p for p in params if p.ndim == 1], "weight_decay": 0.0}]
+    return default_optimizer(groups, case_optimizer)
+
+
+# The kit sets each case's hyperparameters into the groups (as a scheduler would), the
+# bias's into a group that holds the bias alone: what is tested is the group structure.
+# Declared and built: conformant; built but undeclared, or declared but not built (the
+# bias left in the kernel's group): rejected, the report naming which.
+@pytest.mark.parametrize("optimizer_fn, recipe, verdict, named", [
+    (no_decay_on_bias, {"bias_group": {"weight_decay": 0}}, "conformant", None),
+    (no_decay_on_bias, None, "not_conformant", "the bias stepped without weight decay"),
+    (default_optimizer, {"bias_group": {"weight_decay": 0}}, "not_conformant",
+     "parameter group is not applied")])
+def test_a_bias_group_conforms_only_as_declared(sgdc: Any, optimizer_fn: Any, recipe: Any,
+                                                verdict: str, named: str | None) -> None:
+    torch.set_num_threads(1)
+    declarations = dict(sgdc_adapter.torch.DECLARATIONS)
+    if recipe is not None:
+        declarations["recipe"] = recipe
+    result = sgdc.run(TorchHarness(linear, optimizer_fn=optimizer_fn), name="torch-groups",
+                      cases=20, properties=("accuracy",), **declarations)
+    assert result.verdict == verdict, result.text
+    if named is not None:
+        assert named in result.text, result.text
+
+
+def test_the_bias_group_takes_the_cases_lr() -> None:
+    case = parsed(with_momentum(make_case(2, 1, 1), weight_decay=0.5, buffer=False))
+    case.bias_lr = F32(0.25)
+    case.bias_weight_decay = F32(0)
+    harness = TorchHarness(linear, optimizer_fn=no_decay_on_bias)
+    out = harness(case)
+    g = out["grad_bias"]
+    expected = case.bias - F32(0.25) * g  # a fresh buffer is the (undecayed) gradient
+    assert np.allclose(out["bias"], expected, rtol=1e-6, atol=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -100,7 +101,12 @@ class Case:
     None on the optimizer's first step (fresh state). With Adam, they are the first
     moment m before the step, and `second_moment_kernel` [d, k] and
     `second_moment_bias` [k] the second moment v; all four None in fresh state (the
-    moments are then zeros)."""
+    moments are then zeros).
+
+    `bias_lr` and `bias_weight_decay` (numpy float32 scalars, or None) are the bias's
+    own learning rate and weight decay when the adapter declares a parameter group for
+    it (recipe "bias_group"); None: the bias takes `lr` and the optimizer's
+    weight_decay. `for_bias()` is the case the bias's group sees."""
 
     n: int
     d: int
@@ -117,6 +123,18 @@ class Case:
     momentum_bias: Float32Array | None = None
     second_moment_kernel: Float32Array | None = None
     second_moment_bias: Float32Array | None = None
+    bias_lr: np.float32 | None = None
+    bias_weight_decay: np.float32 | None = None
+
+    def for_bias(self) -> Case:
+        """This case with the bias group's lr and weight decay in place of the kernel's
+        (docs/spec/step.md, "Parameter groups"): its bias outputs are this case's."""
+        o = self.optimizer
+        if self.bias_weight_decay is not None and o is not None:
+            o = dataclasses.replace(o, weight_decay=self.bias_weight_decay)
+        return dataclasses.replace(
+            self, lr=self.lr if self.bias_lr is None else self.bias_lr, optimizer=o,
+            bias_lr=None, bias_weight_decay=None)
 
     @property
     def fresh_state(self) -> bool:
@@ -136,6 +154,9 @@ class Case:
             more = (f", optimizer={o.kind}(momentum={o.momentum!s}, dampening={o.dampening!s}, "
                     f"nesterov={o.nesterov}, weight_decay={o.weight_decay!s}, decay={o.decay}"
                     f"{', fresh' if self.fresh_state else ''})")
+        if self.bias_lr is not None or self.bias_weight_decay is not None:
+            more += (f", bias_group(lr={self.bias_lr!s}, "
+                     f"weight_decay={self.bias_weight_decay!s})")
         return (f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, "
                 f"step={self.step}{more})")
 
@@ -208,7 +229,14 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
         x=array("x", n * d).reshape(n, d),
         y=array("y", n * k).reshape(n, k),
     )
+    if "bias_lr" in msg:
+        case.bias_lr = array("bias_lr", 1)[0]
     kind = msg.get("optimizer", "sgd")
+    if "bias_weight_decay" in msg:
+        if kind == "sgd":
+            raise RejectCase("bias_weight_decay in a plain SGD step: plain SGD takes no weight "
+                             "decay")
+        case.bias_weight_decay = array("bias_weight_decay", 1)[0]
     if kind == "sgd":  # plain SGD: an optimizer's fields have no meaning here
         extra = [key for key in MOMENTUM_FIELDS if key in msg]
         if extra:

@@ -267,12 +267,13 @@ class Declarations(TypedDict, total=False):
     recipe: Mapping[str, Any] | None
 
 
-RECIPE_FIELDS = ("optimizers", "hyperparameters", "even_batches")
+RECIPE_FIELDS = ("optimizers", "hyperparameters", "even_batches", "bias_group")
 
 
 def recipe_declaration(recipe: Mapping[str, Any]) -> dict[str, Any]:
     """The hello's "recipe" (docs/spec/protocol.md, "The declared recipe"): the optimizers
-    run, a value or [lo, hi] per hyperparameter, even batches. Its fields are checked
+    run, a value or [lo, hi] per hyperparameter, even batches, the bias's parameter group
+    ({"weight_decay": 0} for no decay on biases). Its fields are checked
     here; their values by the suite, whose handshake error names a bad one."""
     if not isinstance(recipe, Mapping):
         raise ValueError(f"recipe must be a mapping, got {recipe!r}")
@@ -280,10 +281,14 @@ def recipe_declaration(recipe: Mapping[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown recipe fields {unknown}; known: {list(RECIPE_FIELDS)}")
     out = dict(recipe)
-    if "hyperparameters" in out:
-        out["hyperparameters"] = {
-            str(k): [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
-            for k, v in dict(out["hyperparameters"]).items()}
+
+    def values(table: Mapping[str, Any]) -> dict[str, Any]:
+        return {str(k): [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
+                for k, v in dict(table).items()}
+
+    for key in ("hyperparameters", "bias_group"):
+        if key in out:
+            out[key] = values(out[key])
     if "optimizers" in out:
         out["optimizers"] = [str(o) for o in out["optimizers"]]
     return out

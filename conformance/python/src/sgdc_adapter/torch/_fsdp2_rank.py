@@ -156,7 +156,7 @@ class Fsdp2Rank:
                 mine = placed_as(p, values)
                 (p.to_local() if isinstance(p, DTensor) else p).copy_(
                     mine.to_local() if isinstance(mine, DTensor) else mine)
-        set_hyperparameters(optimizer, case)
+        set_hyperparameters(optimizer, case, params["bias"])
         for name, entries in torch_state(case).items():
             p = params[name]
             optimizer.state[p] = {key: placed_as(p, v) if v.shape == tuple(p.shape)

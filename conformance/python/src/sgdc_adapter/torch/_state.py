@@ -18,7 +18,8 @@ Shared by the eager and the sharded harnesses. The layout facts, in one place:
 - Hyperparameters live in every `param_groups` entry (`lr`, `momentum`, `dampening`,
   `nesterov`, `betas`, `eps`, `weight_decay`): each case's go there, as a scheduler
   sets `lr`, so one optimizer serves every case of its kind; a value the group keeps as
-  a tensor (a compiled optimizer's lr) is filled in place.
+  a tensor (a compiled optimizer's lr) is filled in place. A group holding the bias
+  alone is the bias's parameter group (`set_hyperparameters`).
 - The gradients are read when `optimizer.step()` starts (a step pre-hook): SGD's
   foreach path with Nesterov adds momentum * buffer into the `.grad` tensors in place.
 """
@@ -97,14 +98,25 @@ def hyperparameters(case: Case) -> dict[str, Any]:
     return hp
 
 
-def set_hyperparameters(optimizer: torch.optim.Optimizer, case: Case) -> None:
+def set_hyperparameters(optimizer: torch.optim.Optimizer, case: Case,
+                        bias: torch.Tensor | None = None) -> None:
     """Every param group takes the case's hyperparameters: those the group has (a key
-    it lacks is one the optimizer does not read); a tensor value is filled in place."""
+    it lacks is one the optimizer does not read); a tensor value is filled in place.
+
+    A group that holds the `bias` alone is the bias's parameter group: it takes the
+    bias's lr (`case.bias_lr`, else the case's), and its weight decay only when the case
+    gives the bias one (`case.bias_weight_decay`); otherwise it keeps the weight decay
+    the user's optimizer_fn gave it, so that a step with no decay on its bias that does
+    not declare the group is tested as it runs."""
     for i, group in enumerate(optimizer.param_groups):
         if "lr" not in group:
             raise ValueError(f"the optimizer's param_groups[{i}] has no 'lr'; the kit sets "
                              f"each case's hyperparameters there, as torch.optim keeps them")
-        for key, value in hyperparameters(case).items():
+        bias_only = bias is not None and len(group["params"]) == 1 and group["params"][0] is bias
+        values = hyperparameters(case.for_bias() if bias_only else case)
+        if bias_only and case.bias_weight_decay is None:
+            values.pop("weight_decay", None)
+        for key, value in values.items():
             if key not in group:
                 continue
             if isinstance(group[key], torch.Tensor):
@@ -162,7 +174,7 @@ def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer,
     with torch.no_grad():
         for name, values in loaded.items():
             params[name].copy_(torch.from_numpy(values))
-    set_hyperparameters(optimizer, case)
+    set_hyperparameters(optimizer, case, params["bias"])
     for name, entries in torch_state(case).items():
         p = params[name]
         optimizer.state[p] = {key: torch.from_numpy(v).to(p.device) for key, v in entries.items()}
@@ -243,8 +255,8 @@ def outputs(case: Case, loss: object, params: Mapping[str, torch.Tensor],
         buf = entries.get("momentum_buffer")
         if buf is None:  # momentum 0: no buffer; the decayed gradient torch used
             g = grads[name]
-            buf = (g.add(before[name], alpha=float(o.weight_decay)) if o.decay == "coupled"
-                   else g)
+            wd = (case.for_bias() if name == "bias" else case).optimizer.weight_decay
+            buf = g.add(before[name], alpha=float(wd)) if o.decay == "coupled" else g
         out["momentum_" + ours] = _numpy(buf, transposed)
     return out
 
