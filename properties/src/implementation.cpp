@@ -1,6 +1,40 @@
 #include "sgdc/properties/implementation.hpp"
 
+#include <optional>
+#include <string>
+
 namespace sgdc::properties {
+
+std::optional<std::string> outside_declaration(const reference::Case& c, const Declaration& d) {
+  using Kind = reference::Optimizer::Kind;
+  const reference::Optimizer& o = c.optimizer;
+  const Capabilities& caps = d.capabilities;
+  const bool decays =
+      o.weight_decay != 0.0f || (c.bias_group && c.bias_group->weight_decay.value_or(0.0f) != 0.0f);
+  const bool coupled = o.decay == reference::Optimizer::Decay::coupled;
+  if (o.kind == Kind::momentum) {
+    if (!caps.momentum) return "a momentum step; the implementation declares no momentum";
+    if (reference::applied_dampening(o) != 0.0f && !caps.momentum->dampening)
+      return "a dampened momentum step; momentum.dampening is not declared";
+    if (o.nesterov && !caps.momentum->nesterov)
+      return "a Nesterov step; momentum.nesterov is not declared";
+    if (decays && !(coupled ? caps.momentum->coupled_decay : caps.momentum->decoupled_decay))
+      return std::string("weight decay ") + reference::to_string(o.decay) +
+             "; momentum.weight_decay does not declare it";
+  }
+  if (o.kind == Kind::adam) {
+    if (!caps.adam) return "an Adam step; the implementation declares no adam";
+    if (o.eps_root != 0.0f && !caps.adam->eps_root)
+      return "an eps_root above 0; adam.eps_root is not declared";
+    if (decays && !(coupled ? caps.adam->coupled_decay : caps.adam->decoupled_decay))
+      return std::string("weight decay ") + reference::to_string(o.decay) +
+             "; adam.weight_decay does not declare it";
+  }
+  if (c.bias_group && !d.recipe.bias_group)
+    return "a bias in a parameter group of its own; the recipe declares no bias_group";
+  if (!d.recipe.admits(c)) return "outside the declared recipe";
+  return std::nullopt;
+}
 
 std::vector<StepOutcome> Implementation::step_batch(std::span<const reference::Case> cases) {
   std::vector<StepOutcome> out;

@@ -226,5 +226,37 @@ TEST(DeclaredRecipe, BadGroupsAreNamedAndNarrowed) {
   }
 }
 
+// A case outside the declaration is named (a fixture of it is not applicable); every
+// case the run draws lies inside.
+TEST(DeclaredRecipe, OutsideTheDeclarationIsNamed) {
+  reference::Case c;
+  c.optimizer.kind = Kind::momentum;
+  c.optimizer.momentum = 0.5f;
+  c.optimizer.dampening = 0.25f;
+  Declaration d;
+  EXPECT_EQ(outside_declaration(c, d), "a momentum step; the implementation declares no momentum");
+  d.capabilities.momentum = MomentumSupport{};
+  EXPECT_EQ(outside_declaration(c, d),
+            "a dampened momentum step; momentum.dampening is not declared");
+  d.capabilities.momentum->dampening = true;
+  EXPECT_EQ(outside_declaration(c, d), std::nullopt);
+  c.bias_group = reference::ParamGroup{.weight_decay = 0.0f};
+  EXPECT_EQ(outside_declaration(c, d),
+            "a bias in a parameter group of its own; the recipe declares no bias_group");
+  d.recipe.bias_group = DeclaredGroup{.weight_decay = {{0.0f, 0.0f}}};
+  EXPECT_EQ(outside_declaration(c, d), std::nullopt);
+  c.bias_group->weight_decay = 0.5f;
+  EXPECT_EQ(outside_declaration(c, d),
+            "weight decay coupled; momentum.weight_decay does not declare it");
+  d.capabilities.momentum->coupled_decay = true;
+  EXPECT_EQ(outside_declaration(c, d), "outside the declared recipe");
+  Declaration adamw = adamw_declaration();
+  const CaseSpace space = case_space(adamw, RunOptions{});
+  for (int i = 0; i < 100; ++i)
+    EXPECT_EQ(outside_declaration(draw(find_property("accuracy"), space, 5, i).value(), adamw),
+              std::nullopt)
+        << i;
+}
+
 }  // namespace
 }  // namespace sgdc::properties

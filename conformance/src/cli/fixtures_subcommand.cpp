@@ -127,6 +127,17 @@ int check(const CheckArgs& a) {
   }
   int passed = 0, failed = 0, faults = 0, not_run = 0;
   const properties::Declaration declaration = impl->declaration();
+  // A fixture outside what the implementation declares is not sent, as `run` would never
+  // send its case: it says nothing about the implementation.
+  const std::size_t total = good.size();
+  std::size_t not_applicable = 0;
+  std::erase_if(good, [&](const auto& entry) {
+    const auto why = properties::outside_declaration(entry.second.inputs, declaration);
+    if (!why) return false;
+    ++not_applicable;
+    if (!a.quiet) fmt::print("n/a   {}: {}\n", entry.first, *why);
+    return true;
+  });
   // As `run` reports a counterexample: the first failing elements, the bug class the
   // numbers point to, and the inputs; with -q one line per failing fixture.
   auto report = [&](const std::string& path, const regression::Fixture& f,
@@ -198,9 +209,9 @@ int check(const CheckArgs& a) {
   }
   fmt::print(
       "\n{}: {} fixtures, {} passed, {} failed, {} faults, {} not run, {} malformed or "
-      "corrupt\n",
-      a.impl, good.size() + static_cast<std::size_t>(unusable), passed, failed, faults, not_run,
-      unusable);
+      "corrupt{}\n",
+      a.impl, total + static_cast<std::size_t>(unusable), passed, failed, faults, not_run, unusable,
+      not_applicable ? fmt::format(", {} n/a (outside the declaration)", not_applicable) : "");
   // A corrupt fixture says nothing about the implementation.
   if (unusable > 0) return could_not_test_status;
   const SuiteVerdict verdict = failed > 0 || faults > 0 || not_run > 0

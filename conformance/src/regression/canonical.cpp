@@ -128,6 +128,34 @@ std::vector<Fixture> canonical_fixtures() {
       "the rest are bounded as usual (an implementation may also reject the case)",
       make(2, 2, 2, 1, 0.1f, {0.5f, -1.0f, 0.25f, 2.0f}, {0.0f, 1.0f}, {1.0f, NAN, 0.5f, -1.5f},
            {0.25f, 0.5f, INFINITY, -1.0f})));
+  {
+    // A carried buffer, Nesterov and decoupled decay: every option a momentum step has
+    // but dampening (which Nesterov excludes).
+    reference::Case c = make(3, 2, 2, 2, 0.0625f, pattern(4, 3, 5), pattern(2, 5, 2),
+                             pattern(6, 7, 1), pattern(6, 2, 11), 9);
+    c.optimizer.kind = reference::Optimizer::Kind::momentum;
+    c.optimizer.momentum = 0.875f;
+    c.optimizer.nesterov = true;
+    c.optimizer.weight_decay = 0.125f;
+    c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+    c.momentum_kernel = pattern(4, 5, 8);
+    c.momentum_bias = pattern(2, 3, 6);
+    out.push_back(canonical(
+        "momentum-nesterov-decoupled",
+        "SGD with Nesterov momentum 0.875, decoupled weight decay 0.125 and a carried buffer "
+        "(the buffer after the step, mu buf + g, is an output)",
+        c));
+    // The same step with the bias in a parameter group of its own (format version 2).
+    c.optimizer.nesterov = false;
+    c.optimizer.dampening = 0.25f;
+    c.optimizer.decay = reference::Optimizer::Decay::coupled;
+    c.bias_group = reference::ParamGroup{.lr = 0.25f, .weight_decay = 0.0f};
+    out.push_back(canonical(
+        "momentum-bias-group",
+        "heavy-ball momentum with dampening 0.25 and coupled decay 0.125 for the kernel; the "
+        "bias in a parameter group of its own, lr 0.25 and no weight decay (format version 2)",
+        c));
+  }
   return out;
 }
 

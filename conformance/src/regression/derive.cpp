@@ -16,8 +16,22 @@ namespace sgdc::conformance::regression {
 namespace {
 
 // The exact outputs the oracle rounds: non-finite inputs read as zero, as expect() does
-// for the outputs that do not depend on them (the others are flagged must_be_nonfinite).
+// for the outputs that do not depend on them (the others are flagged must_be_nonfinite);
+// with a bias group, the bias's from the case its group sees.
+reference::PerOutput<std::vector<reference::Rational>> exact_group_outputs(
+    const reference::Case& c);
+
 reference::PerOutput<std::vector<reference::Rational>> exact_outputs(const reference::Case& c) {
+  if (!c.bias_group) return exact_group_outputs(c);
+  auto out = exact_group_outputs(reference::kernel_group_case(c));
+  auto bias = exact_group_outputs(reference::bias_group_case(c));
+  for (const reference::OutputInfo& info : reference::output_table)
+    if (info.extent == reference::Extent::bias) out[info.output] = std::move(bias[info.output]);
+  return out;
+}
+
+reference::PerOutput<std::vector<reference::Rational>> exact_group_outputs(
+    const reference::Case& c) {
   const auto v =
       reference::evaluate_step<reference::Rational>(reference::with_nonfinite_as_zero(c));
   auto elements = [](const reference::Matrix<reference::Rational>& m) {

@@ -65,7 +65,7 @@ class Reader {
         return std::find(list.begin(), list.end(), key) != list.end();
       };
       if (!known(required) && !known(optional))
-        fail(join(path, key), "unknown field (version 1 has no such field)");
+        fail(join(path, key), "unknown field (no version of the format has such a field)");
     }
     return j;
   }
@@ -208,6 +208,29 @@ reference::Optimizer optimizer(const Reader& r, const Json& j) {
   return out;
 }
 
+// inputs.bias_group (version 2): {"lr", "weight_decay"}, each a scalar array, at least
+// one; a weight decay only with an optimizer that decays.
+reference::ParamGroup bias_group(const Reader& r, const Json& j, const reference::Optimizer& o) {
+  const Json& g = r.object(j, "inputs.bias_group", {}, {"lr", "weight_decay"});
+  if (g.empty()) r.fail("inputs.bias_group", "declares neither lr nor weight_decay");
+  reference::ParamGroup out;
+  auto scalar = [&](const char* key) {
+    const std::string path = std::string("inputs.bias_group.") + key;
+    const Json& a = r.object(g[key], path, {"shape", "float32", "decimal"});
+    r.shape(a["shape"], path + ".shape", {}, "a scalar");
+    std::vector<float> v = r.floats(a["float32"], path + ".float32", 1);
+    r.decimals(a["decimal"], path + ".decimal", v);
+    return v[0];
+  };
+  if (g.contains("lr")) out.lr = scalar("lr");
+  if (g.contains("weight_decay")) {
+    if (o.kind == reference::Optimizer::Kind::sgd)
+      r.fail("inputs.bias_group.weight_decay", "plain SGD takes no weight decay");
+    out.weight_decay = scalar("weight_decay");
+  }
+  return out;
+}
+
 std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
                                const std::vector<std::int64_t>& shape, const char* dims) {
   const std::string path = std::string("inputs.") + key;
@@ -269,9 +292,10 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   if (r.string(j["format"], "format") != format_name)
     r.fail("format", fmt::format("expected \"{}\"", format_name));
   const auto version = r.integer(j["version"], "version", 0, std::numeric_limits<int>::max());
-  if (version != format_version)
-    r.fail("version", fmt::format("version {} is not supported (this reader knows version {})",
-                                  version, format_version));
+  if (version < format_version || version > format_version_latest)
+    r.fail("version",
+           fmt::format("version {} is not supported (this reader knows versions {} to {})", version,
+                       format_version, format_version_latest));
   Fixture f;
   f.name = r.matching(j["name"], "name", name_pattern, "a file stem ([A-Za-z0-9._-]+)");
   if (j.contains("description")) f.description = r.string(j["description"], "description");
@@ -318,7 +342,7 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
 
   const Json& in = r.object(j["inputs"], "inputs",
                             {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"},
-                            {"optimizer", "momentum_kernel", "momentum_bias"});
+                            {"optimizer", "momentum_kernel", "momentum_bias", "bias_group"});
   reference::Case& c = f.inputs;
   c.n = static_cast<int>(r.integer(in["n"], "inputs.n", 1, max_dim));
   c.d = static_cast<int>(r.integer(in["d"], "inputs.d", 1, max_dim));
@@ -327,6 +351,10 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   c.step = r.integer(in["step"], "inputs.step", 0, max_step - 1);
   c.lr = input_array(r, in, "lr", {}, reference::dimension_names(reference::Extent::one))[0];
   if (in.contains("optimizer")) c.optimizer = optimizer(r, in["optimizer"]);
+  if (in.contains("bias_group")) {
+    if (version < 2) r.fail("inputs.bias_group", "a version 2 field in a version 1 fixture");
+    c.bias_group = bias_group(r, in["bias_group"], c.optimizer);
+  }
   const bool momentum = c.optimizer.kind == reference::Optimizer::Kind::momentum;
   for (const reference::InputArray& a : reference::input_arrays) {
     // The buffer before the step: present, both of it, exactly for a momentum step that is

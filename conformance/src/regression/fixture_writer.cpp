@@ -60,15 +60,10 @@ Json output_object(Json shape, const ExpectedOutput& e) {
 
 Json to_json(const Fixture& f) {
   const reference::Case& c = f.inputs;
-  // Fixture format v1 has no field for a parameter group: refused rather than written as
-  // a case it is not.
-  if (c.bias_group)
-    throw std::invalid_argument(
-        "fixtures do not hold a parameter group (bias_group) yet: the case's bias has its own "
-        "lr or weight decay");
   Json j = Json::object();
   j["format"] = format_name;
-  j["version"] = format_version;
+  // Version 2 only where a version-2 field is needed: every other file reads as before.
+  j["version"] = c.bias_group ? format_version_latest : format_version;
   j["name"] = f.name;
   j["description"] = f.description;
   if (f.property) j["property"] = *f.property;
@@ -98,6 +93,13 @@ Json to_json(const Fixture& f) {
     opt["weight_decay"] = input_array(Json::array(), {o.weight_decay});
     opt["decay"] = to_string(o.decay);
     in["optimizer"] = std::move(opt);
+  }
+  if (c.bias_group) {
+    Json g = Json::object();
+    if (c.bias_group->lr) g["lr"] = input_array(Json::array(), {*c.bias_group->lr});
+    if (c.bias_group->weight_decay)
+      g["weight_decay"] = input_array(Json::array(), {*c.bias_group->weight_decay});
+    in["bias_group"] = std::move(g);
   }
   for (const reference::InputArray& a : reference::input_arrays)
     if (!a.state || !(c.*a.member).empty())

@@ -153,18 +153,26 @@ p = subprocess.run([CLI, "run", "--recipe", "/nonexistent/recipe.json"], capture
 check("recipe missing file: exit 2 and named",
       p.returncode == 2 and "/nonexistent/recipe.json" in p.stderr, p.stderr)
 
-# A counterexample whose bias has a group of its own cannot be a fixture yet: the others
-# are saved, the report is kept, and exit 2 says what was not saved.
+# A counterexample whose bias has a group of its own is saved as a version 2 fixture
+# (the report kept whatever else could not be saved), and replays as it failed: against the
+# step that ignores the group it fails again, against the one that honours it it passes.
 with tempfile.TemporaryDirectory() as tmp:
     report = os.path.join(tmp, "report.json")
     saved = os.path.join(tmp, "saved")
     p = subprocess.run([CLI, "run", "--impl", "builtin:bias-group-ignored", "--json", report,
                         "--save-failures", saved], capture_output=True, text=True, timeout=120)
-    check("grouped counterexample: exit 2", p.returncode == 2, f"exit {p.returncode}")
-    check("grouped counterexample: named",
-          "fixtures do not hold a parameter group (bias_group)" in p.stderr, p.stderr[-400:])
     check("grouped counterexample: the report is kept",
           os.path.exists(report) and "NOT CONFORMANT" in p.stdout, p.stdout[-400:])
+    grouped = [os.path.join(saved, f) for f in sorted(os.listdir(saved))
+               if "bias_group" in json.load(open(os.path.join(saved, f)))["inputs"]]
+    check("grouped counterexample: saved as version 2",
+          grouped and all(json.load(open(f))["version"] == 2 for f in grouped),
+          p.stderr[-400:])
+    for impl, want in (("builtin:bias-group-ignored", 1), ("builtin:no-decay-on-bias", 0)):
+        q = subprocess.run([CLI, "fixtures", "check", "--impl", impl, *grouped],
+                           capture_output=True, text=True, timeout=120)
+        check(f"grouped counterexample: replayed against {impl}: exit {want}",
+              q.returncode == want, q.stdout[-400:])
 
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")

@@ -169,7 +169,21 @@ TEST(Validation, MalformedFixturesNameFileFieldAndReason) {
       "worked-example", [](Json& j) { j["outputs"].erase("bias"); }, "outputs.bias",
       "required field is missing");
   expect_malformed(
-      "worked-example", [](Json& j) { j["version"] = 2; }, "version", "not supported");
+      "worked-example", [](Json& j) { j["version"] = 3; }, "version",
+      "version 3 is not supported (this reader knows versions 1 to 2)");
+  expect_malformed(
+      "momentum-bias-group", [](Json& j) { j["version"] = 1; }, "inputs.bias_group",
+      "a version 2 field in a version 1 fixture");
+  expect_malformed(
+      "momentum-bias-group", [](Json& j) { j["inputs"]["bias_group"] = Json::object(); },
+      "inputs.bias_group", "declares neither lr nor weight_decay");
+  expect_malformed(
+      "momentum-bias-group", [](Json& j) { j["inputs"]["bias_group"]["wd"] = 0; },
+      "inputs.bias_group.wd", "unknown field");
+  expect_malformed(
+      "momentum-bias-group", [](Json& j) { j["inputs"]["bias_group"]["lr"]["decimal"][0] = "0.5"; },
+      "inputs.bias_group.lr.decimal[0]", "the bits say 0.25");
+
   expect_malformed(
       "worked-example", [](Json& j) { j["inputs"]["lr"]["float32"] = "zczMPQ="; },
       "inputs.lr.float32", "multiple of 4");
@@ -264,8 +278,9 @@ TEST(Validation, NotJsonIsMalformed) {
 }
 
 // A well-formed fixture whose stored expectation is not the oracle's.
-void expect_corrupt(const std::function<void(Fixture&)>& mutate, const std::string& field) {
-  Fixture f = canonical("uneven-shards");
+void expect_corrupt(const std::function<void(Fixture&)>& mutate, const std::string& field,
+                    const char* base = "uneven-shards") {
+  Fixture f = canonical(base);
   mutate(f);
   try {
     verify_against_oracle(parse_fixture(to_json_text(f), "c.json"), "c.json");
@@ -275,6 +290,20 @@ void expect_corrupt(const std::function<void(Fixture&)>& mutate, const std::stri
     EXPECT_EQ(e.field(), field) << e.what();
     EXPECT_EQ(std::string(e.what()).rfind("corrupt fixture: c.json: " + field, 0), 0u);
   }
+}
+
+// A bias group's outputs are the oracle's for the group: a fixture whose group was
+// dropped, or whose bias outputs are the kernel group's, is corrupt.
+TEST(Validation, ABiasGroupsOutputsAreTheGroups) {
+  expect_corrupt([](Fixture& f) { f.inputs.bias_group->lr.reset(); }, "outputs.bias.expected[0]",
+                 "momentum-bias-group");
+  expect_corrupt(
+      [](Fixture& f) {
+        Fixture without = f;
+        without.inputs.bias_group.reset();
+        f.outputs.bias = derive_fixture("x", "", without.inputs, f.provenance).outputs.bias;
+      },
+      "outputs.bias.expected[0]", "momentum-bias-group");
 }
 
 TEST(Validation, DisagreementWithTheOracleIsCorruption) {

@@ -66,6 +66,11 @@ struct Declaration {
   DeclaredRecipe recipe;
 };
 
+/// Why case `c` lies outside what `d` declares, so that the suite never sends it such a
+/// case (an optimizer or option it does not take, a case outside its recipe); none when
+/// it lies inside. A fixture outside is not applicable to the implementation.
+std::optional<std::string> outside_declaration(const reference::Case& c, const Declaration& d);
+
 /// One step's outcome: a result, or the implementation's own rejection of the input
 /// (protocol `op:error`), which is an answer, not a fault.
 struct StepOutcome {

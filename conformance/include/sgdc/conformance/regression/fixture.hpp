@@ -18,8 +18,12 @@ namespace sgdc::conformance::regression {
 
 /// The `format` field of every fixture file.
 inline constexpr const char* format_name = "sgd-conformance-fixture";
-/// The `version` field this code reads and writes.
+/// The `version` field of a fixture that version 1 holds, which this code writes for
+/// every such fixture so that their files stay as they were.
 inline constexpr int format_version = 1;
+/// The latest version this code reads and writes: version 1 and `inputs.bias_group`
+/// (fixtures/README.md), written only for a fixture that has one.
+inline constexpr int format_version_latest = 2;
 /// What computed the expectations (the `provenance.oracle` field).
 inline constexpr const char* oracle_description =
     "exact rational (GMP mpq), MPFR correct rounding to float32 (ties to even)";

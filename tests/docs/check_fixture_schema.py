@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Every fixture committed under fixtures/ is valid under the JSON Schema of its version
+(fixtures/schema/fixture-vN.schema.json), and each schema rejects what its version does
+not hold: a version 1 file with a version 2 field, and a version 2 bias group that is
+empty or gives plain SGD a weight decay.
+
+    check_fixture_schema.py FIXTURES_DIR
+
+Exit 0 when all hold, 1 naming each that does not.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+
+def validators(root: Path) -> dict[int, jsonschema.Draft202012Validator]:
+    out = {}
+    for path in sorted((root / "schema").glob("fixture-v*.schema.json")):
+        schema = json.loads(path.read_text())
+        jsonschema.Draft202012Validator.check_schema(schema)
+        out[int(path.name.split("-v")[1].split(".")[0])] = jsonschema.Draft202012Validator(schema)
+    return out
+
+
+def main() -> int:
+    root = Path(sys.argv[1])
+    schemas = validators(root)
+    failures: list[str] = []
+    files = sorted(p for p in root.rglob("*.json") if "schema" not in p.parts)
+    by_version: dict[int, list[Any]] = {}
+    for path in files:
+        fixture = json.loads(path.read_text())
+        version = fixture.get("version")
+        if version not in schemas:
+            failures.append(f"{path}: no schema for version {version!r}")
+            continue
+        by_version.setdefault(version, []).append(fixture)
+        for error in schemas[version].iter_errors(fixture):
+            failures.append(f"{path}: {error.json_path}: {error.message}")
+    # Each schema can fail: the nearest files it must reject.
+    group = next((f for f in by_version.get(2, []) if "bias_group" in f["inputs"]), None)
+    if group is None:
+        failures.append("no committed version 2 fixture with inputs.bias_group")
+    else:
+        as_v1 = copy.deepcopy(group)
+        as_v1["version"] = 1
+        empty = copy.deepcopy(group)
+        empty["inputs"]["bias_group"] = {}
+        plain = copy.deepcopy(group)  # a plain-SGD step in every other respect
+        for part in ("inputs", "outputs"):
+            for key in ("optimizer", "momentum_kernel", "momentum_bias"):
+                plain[part].pop(key, None)
+        lr_only = copy.deepcopy(plain)
+        del lr_only["inputs"]["bias_group"]["weight_decay"]
+        if not schemas[2].is_valid(lr_only):
+            failures.append("the version 2 schema rejects a plain-SGD bias group with an lr")
+        for name, bad, version in (("a version 1 file with bias_group", as_v1, 1),
+                                   ("an empty bias_group", empty, 2),
+                                   ("a plain-SGD bias group with a weight decay", plain, 2)):
+            if schemas[version].is_valid(bad):
+                failures.append(f"the version {version} schema accepts {name}")
+    for line in failures:
+        print(line)
+    print(f"{len(files)} fixtures checked against {len(schemas)} schemas, "
+          f"{len(failures)} problems")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
