@@ -3,9 +3,7 @@
 
 Run: sgd-conformance run --impl 'python3 flax_nnx_adamw.py'. The kit loads each case's
 parameters, Adam moments and counters into your model and its nnx.Optimizer, runs your
-train step jitted, and reads them back. Declared: AdamW alone (optax.adamw's decay is
-decoupled, its eps_root the case's), and so the recipe: Adam steps only.
-"""
+train step jitted and reads them back. Declared: AdamW alone, the recipe Adam steps only."""
 import jax
 import jax.numpy as jnp
 import optax

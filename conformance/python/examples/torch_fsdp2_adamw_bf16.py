@@ -1,11 +1,7 @@
 #!/usr/bin/env python3
 """FSDP2 as you configure it: your fully_shard nesting, a bfloat16 MixedPrecisionPolicy, AdamW.
 
-Run: sgd-conformance run --impl 'python3 torch_fsdp2_adamw_bf16.py'. The kit starts the
-gloo ranks, loads each case into your sharded model and AdamW (its lr, betas, eps and
-weight decay into the param groups), and runs its train step: each rank's sum of squares
-over the whole batch's count, the ranks' gradients summed, hence the divide factors.
-"""
+Run: sgd-conformance run --impl 'python3 torch_fsdp2_adamw_bf16.py'"""
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
@@ -27,7 +23,7 @@ def parallelize(model: Model, mesh: DeviceMesh) -> None:
     policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     fully_shard(model.head, mesh=mesh, mp_policy=policy)  # inner first, then the root
     fully_shard(model, mesh=mesh, mp_policy=policy)
-    for module in model.modules():  # every FSDP module, the nested one too
+    for module in model.modules():  # the kit's train step sums the ranks' gradients: in both
         if isinstance(module, FSDPModule):
             module.set_gradient_divide_factor(1.0)
             module.set_force_sum_reduction_for_comms(True)
@@ -39,6 +35,5 @@ def adamw(params: list[nn.Parameter], case_optimizer: object) -> torch.optim.Opt
 
 if __name__ == "__main__":  # the ranks import this file
     serve_fsdp2(Model, parallelize, adamw, name="my-fsdp2-adamw-bf16",
-                compute_format="bfloat16",  # products of bfloat16 parameters and inputs
-                momentum=None, adam={"weight_decay": ["decoupled"]},  # AdamW only
-                recipe={"optimizers": ["adam"]})
+                compute_format="bfloat16", recipe={"optimizers": ["adam"]},  # AdamW alone
+                momentum=None, adam={"weight_decay": ["decoupled"]})
