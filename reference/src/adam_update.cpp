@@ -7,6 +7,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sgdc::reference {
@@ -263,6 +264,63 @@ RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rationa
   }
   throw std::runtime_error("Adam's parameter update could not be rounded with certainty at " +
                            std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) +
+                           ")");
+}
+
+namespace {
+// The end's first `digits` significant decimal digits, rounded to nearest, and the
+// exponent of the last: value ~ digits * 10^exponent.
+std::pair<std::string, long> decimal_digits(const Big& end, int digits) {
+  mpfr_exp_t e = 0;
+  char* text =
+      mpfr_get_str(nullptr, &e, 10, static_cast<std::size_t>(digits), end.get(), MPFR_RNDN);
+  std::string s(text);
+  mpfr_free_str(text);
+  if (!s.empty() && s[0] == '-') s.erase(0, 1);
+  return {s, static_cast<long>(e) - digits};
+}
+}  // namespace
+
+ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_new,
+                             int digits) const {
+  const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
+  const Rational param(static_cast<double>(p)), lr(static_cast<double>(lr_)),
+      wd(static_cast<double>(o_.weight_decay));
+  ExactValue out;
+  // No direction, or a square root of a rational's square: p' is rational.
+  if (lr_ == 0.0f || m_new == 0) {
+    out.rational = decoupled ? param - lr * wd * param : param;
+    return out;
+  }
+  if (t_ <= exact_power_limit) {
+    const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
+    if (const std::optional<Rational> s =
+            rational_root(v_new / bc2 + Rational(static_cast<double>(o_.eps_root)))) {
+      Rational direction = (m_new / bc1) / (*s + Rational(static_cast<double>(o_.eps)));
+      if (decoupled) direction += wd * param;
+      out.rational = param - lr * direction;
+      return out;
+    }
+  }
+  // Irrational (or t too large to tell): no decimal tie exists for an irrational value,
+  // so a fine enough enclosure decides every digit.
+  for (const long precision : {256L, 1024L, 4096L, 16384L}) {
+    const Interval value = parameter_interval(
+        o_, lr_, p, enclose(m_new, precision), enclose(v_new, precision),
+        bias_correction(o_.b1, t_, precision), bias_correction(o_.b2, t_, precision));
+    if (!mpfr_number_p(value.lo.get()) || !mpfr_number_p(value.hi.get())) break;
+    if (mpfr_sgn(value.lo.get()) != mpfr_sgn(value.hi.get()) || mpfr_zero_p(value.lo.get()))
+      continue;
+    const auto lo = decimal_digits(value.lo, digits), hi = decimal_digits(value.hi, digits);
+    if (lo == hi) {
+      out.negative = mpfr_sgn(value.lo.get()) < 0;
+      out.digits = lo.first;
+      out.exponent = lo.second;
+      return out;
+    }
+  }
+  throw std::runtime_error("Adam's parameter update: its " + std::to_string(digits) +
+                           " significant digits could not be decided (t = " + std::to_string(t_) +
                            ")");
 }
 

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/exact_value.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 #include "sgdc/reference/rounding.hpp"
 
@@ -31,6 +32,11 @@ class AdamUpdate {
   /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the
   /// ladder decides it (an exact tie that rational arithmetic cannot reach: never seen).
   RoundedValue parameter(float p, const Rational& m_new, const Rational& v_new) const;
+
+  /// p' exactly (exact_value.hpp): its rational when it is one, else its decimal at
+  /// `digits` significant digits, climbing a ladder of precisions until both ends of the
+  /// enclosure give the same digits.
+  ExactValue exact(float p, const Rational& m_new, const Rational& v_new, int digits) const;
 
   /// The new parameter and moments from the gradient enclosed in [g - err, g + err],
   /// g = g_hi + g_lo, each correctly rounded where the enclosure decides it, nullopt

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every fixture committed under fixtures/ is valid under the JSON Schema of its version
 (fixtures/schema/fixture-vN.schema.json), and each schema rejects what its version does
-not hold: a version 1 file with a version 2 field, and a version 2 bias group that is
-empty or gives plain SGD a weight decay.
+not hold: a version 1 file with a version 2 field (a bias group, an Adam step), a version 2
+bias group that is empty or gives plain SGD a weight decay, exact_rational on Adam's
+parameters, an Adam step without its second moment.
 
     check_fixture_schema.py FIXTURES_DIR
 
@@ -64,6 +65,22 @@ def main() -> int:
         for name, bad, version in (("a version 1 file with bias_group", as_v1, 1),
                                    ("an empty bias_group", empty, 2),
                                    ("a plain-SGD bias group with a weight decay", plain, 2)):
+            if schemas[version].is_valid(bad):
+                failures.append(f"the version {version} schema accepts {name}")
+    adam = next((f for f in by_version.get(2, [])
+                 if f["inputs"].get("optimizer", {}).get("kind") == "adam"), None)
+    if adam is None:
+        failures.append("no committed version 2 fixture of an Adam step")
+    else:
+        as_v1 = copy.deepcopy(adam)
+        as_v1["version"] = 1
+        rational = copy.deepcopy(adam)
+        rational["outputs"]["kernel"]["exact_rational"] = ["0"] * len(adam["outputs"]["kernel"]["exact"])
+        no_moment = copy.deepcopy(adam)
+        del no_moment["outputs"]["second_moment_bias"]
+        for name, bad, version in (("an Adam step in version 1", as_v1, 1),
+                                   ("exact_rational on Adam's kernel", rational, 2),
+                                   ("an Adam step without its second moment", no_moment, 2)):
             if schemas[version].is_valid(bad):
                 failures.append(f"the version {version} schema accepts {name}")
     for line in failures:

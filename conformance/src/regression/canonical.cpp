@@ -156,6 +156,40 @@ std::vector<Fixture> canonical_fixtures() {
         "bias in a parameter group of its own, lr 0.25 and no weight decay (format version 2)",
         c));
   }
+  {
+    // AdamW with carried moments at step 9 (t = 10), and Adam with coupled decay, optax's
+    // eps_root and fresh state: the parameters irrational, their 40 digits decided by the
+    // enclosure (format version 2).
+    reference::Case c = make(3, 2, 2, 2, 0.03125f, pattern(4, 3, 5), pattern(2, 5, 2),
+                             pattern(6, 7, 1), pattern(6, 2, 11), 9);
+    c.optimizer.kind = reference::Optimizer::Kind::adam;
+    c.optimizer.b1 = 0.875f;
+    c.optimizer.b2 = 0.9921875f;
+    c.optimizer.eps = 0x1p-20f;
+    c.optimizer.weight_decay = 0.125f;
+    c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+    c.momentum_kernel = pattern(4, 5, 8);
+    c.momentum_bias = pattern(2, 3, 6);
+    for (const float m : pattern(4, 7, 3)) c.second_moment_kernel.push_back(m * m);
+    for (const float m : pattern(2, 11, 9)) c.second_moment_bias.push_back(m * m);
+    out.push_back(
+        canonical("adamw-carried-state",
+                  "AdamW (decoupled decay 0.125) with carried moments at step 9: bias corrections "
+                  "1 - b^10, parameters through the square root (format version 2)",
+                  c));
+    c.optimizer.decay = reference::Optimizer::Decay::coupled;
+    c.optimizer.eps_root = 0x1p-16f;
+    c.step = 0;
+    c.momentum_kernel.clear();
+    c.momentum_bias.clear();
+    c.second_moment_kernel.clear();
+    c.second_moment_bias.clear();
+    out.push_back(canonical(
+        "adam-coupled-fresh-eps-root",
+        "Adam's first step with coupled decay (torch.optim.Adam's) and eps_root 2^-16 inside "
+        "the square root (optax's): the moments start from zero (format version 2)",
+        c));
+  }
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "sgdc/conformance/regression/fixture_error.hpp"
 #include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/exact_step.hpp"
+#include "sgdc/reference/exact_value.hpp"
 #include "sgdc/reference/float32.hpp"
 
 namespace sgdc::conformance::regression {
@@ -17,52 +18,66 @@ namespace {
 
 // The exact outputs the oracle rounds: non-finite inputs read as zero, as expect() does
 // for the outputs that do not depend on them (the others are flagged must_be_nonfinite);
-// with a bias group, the bias's from the case its group sees.
-reference::PerOutput<std::vector<reference::Rational>> exact_group_outputs(
-    const reference::Case& c);
+// with a bias group, the bias's from the case its group sees. Adam's parameters, through
+// a square root, as exact_adam_parameters gives them; everything else rational.
+using ExactOutputs = reference::PerOutput<std::vector<reference::ExactValue>>;
+ExactOutputs exact_group_outputs(const reference::Case& c);
 
-reference::PerOutput<std::vector<reference::Rational>> exact_outputs(const reference::Case& c) {
+ExactOutputs exact_outputs(const reference::Case& c) {
   if (!c.bias_group) return exact_group_outputs(c);
-  auto out = exact_group_outputs(reference::kernel_group_case(c));
-  auto bias = exact_group_outputs(reference::bias_group_case(c));
+  ExactOutputs out = exact_group_outputs(reference::kernel_group_case(c));
+  ExactOutputs bias = exact_group_outputs(reference::bias_group_case(c));
   for (const reference::OutputInfo& info : reference::output_table)
     if (info.extent == reference::Extent::bias) out[info.output] = std::move(bias[info.output]);
   return out;
 }
 
-reference::PerOutput<std::vector<reference::Rational>> exact_group_outputs(
-    const reference::Case& c) {
-  const auto v =
-      reference::evaluate_step<reference::Rational>(reference::with_nonfinite_as_zero(c));
+ExactOutputs exact_group_outputs(const reference::Case& case_) {
+  const reference::Case c = reference::with_nonfinite_as_zero(case_);
+  const auto v = reference::evaluate_step<reference::Rational>(c);
   auto elements = [](const reference::Matrix<reference::Rational>& m) {
-    return std::vector<reference::Rational>(m.data(), m.data() + m.size());
+    std::vector<reference::ExactValue> out;
+    for (Eigen::Index i = 0; i < m.size(); ++i) out.push_back({.rational = m.data()[i]});
+    return out;
   };
-  reference::PerOutput<std::vector<reference::Rational>> out;
-  out.loss = {v.loss};
+  ExactOutputs out;
+  out.loss = {{.rational = v.loss}};
   out.kernel = elements(v.kernel);
   out.bias = elements(v.bias);
   out.grad_kernel = elements(v.grad_kernel);
   out.grad_bias = elements(v.grad_bias);
   out.momentum_kernel = elements(v.momentum_kernel);
   out.momentum_bias = elements(v.momentum_bias);
+  out.second_moment_kernel = elements(v.second_moment_kernel);
+  out.second_moment_bias = elements(v.second_moment_bias);
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) {
+    reference::AdamParameters p = reference::exact_adam_parameters(c, decimal_digits);
+    out.kernel = std::move(p.kernel);
+    out.bias = std::move(p.bias);
+  }
   return out;
 }
 
+// Whether output `o` of case `c` carries exact_rational: every output but Adam's
+// parameters, which are irrational in general (format version 2).
+bool has_rational(const reference::Case& c, reference::Output o) {
+  return c.optimizer.kind != reference::Optimizer::Kind::adam ||
+         (o != reference::Output::kernel && o != reference::Output::bias);
+}
+
 ExpectedOutput expected_output(const std::vector<reference::Expected>& e,
-                               const std::vector<reference::Rational>& exact, reference::Output o) {
+                               const std::vector<reference::ExactValue>& exact, bool rational,
+                               reference::Output o) {
   ExpectedOutput out;
-  // Adam's parameters are irrational: no exact value to write down.
   if (exact.size() != e.size())
-    throw std::invalid_argument(fmt::format(
-        "{}: no exact rational value (an Adam step's parameters go through a square root); "
-        "fixtures hold plain SGD and momentum steps",
-        to_string(o)));
+    throw std::logic_error(
+        fmt::format("{}: {} exact values for {} elements", to_string(o), exact.size(), e.size()));
   for (std::size_t i = 0; i < e.size(); ++i) {
     if (!std::isfinite(e[i].bound))
       throw std::invalid_argument(fmt::format("{}[{}]: the bound is not finite", to_string(o), i));
     out.expected.push_back(e[i].rounded);
     out.exact.push_back(decimal_text(exact[i]));
-    out.exact_rational.push_back(rational_text(exact[i]));
+    if (rational) out.exact_rational.push_back(rational_text(*exact[i].rational));
     out.bound.push_back(e[i].bound);
     if (e[i].may_overflow) out.may_overflow.push_back(i);
     if (e[i].must_be_nonfinite) out.must_be_nonfinite.push_back(i);
@@ -87,7 +102,7 @@ void compare_output(const ExpectedOutput& stored, const ExpectedOutput& oracle,
               fmt::format("stored {}, but the oracle rounds the exact value to {}",
                           reference::describe(stored.expected[i]),
                           reference::describe(oracle.expected[i])));
-    if (stored.exact_rational[i] != oracle.exact_rational[i])
+    if (i < oracle.exact_rational.size() && stored.exact_rational[i] != oracle.exact_rational[i])
       corrupt(file, fmt::format("{}.exact_rational[{}]", path, i),
               fmt::format("stored {}, but the oracle says {}", stored.exact_rational[i],
                           oracle.exact_rational[i]));
@@ -123,7 +138,7 @@ Fixture derive_fixture(std::string name, std::string description, const referenc
   const reference::Expectation e = expect(inputs, arithmetic);
   const auto exact = exact_outputs(inputs);
   for (reference::Output o : reference::all_outputs)
-    f.outputs[o] = expected_output(e[o], exact[o], o);
+    f.outputs[o] = expected_output(e[o], exact[o], has_rational(inputs, o), o);
   f.step = reference::next_count(reference::Counter{}, inputs.step);
   return f;
 }

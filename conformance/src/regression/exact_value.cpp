@@ -8,7 +8,7 @@ namespace {
 
 using Integer = boost::multiprecision::mpz_int;
 
-constexpr int significant_digits = 40;
+constexpr int significant_digits = decimal_digits;
 
 // Exponents of 2 and 5 in q, and what remains.
 struct Factored {
@@ -96,6 +96,11 @@ std::string decimal_text(const reference::Rational& q) {
     if (digits.str().size() > significant_digits) digits /= 10, ++exponent;
     return format(sign, digits.str(), exponent);
   }
+}
+
+std::string decimal_text(const reference::ExactValue& v) {
+  if (v.rational) return decimal_text(*v.rational);
+  return format(v.negative ? "-" : "", v.digits, v.exponent);
 }
 
 }  // namespace sgdc::conformance::regression

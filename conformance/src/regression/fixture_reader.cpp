@@ -22,8 +22,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-// JavaScript's largest exact integer: the largest step a reader in any language holds.
-constexpr std::int64_t max_step = 9007199254740991;
+constexpr std::int64_t max_step = max_fixture_step;
 constexpr std::int64_t max_dim = 65536;
 
 const char* type_name(const Json& j) {
@@ -169,15 +168,28 @@ std::vector<float> input_array(const Reader& r, const Json& parent, const char* 
                                const std::vector<std::int64_t>& shape, const char* dims);
 
 // inputs.optimizer: {"kind": "momentum", "momentum", "dampening", "weight_decay" (scalar
-// arrays), "nesterov" (bool), "decay" ("coupled" | "decoupled")}.
-reference::Optimizer optimizer(const Reader& r, const Json& j) {
-  const Json& o = r.object(j, "inputs.optimizer",
-                           {"kind", "momentum", "dampening", "nesterov", "weight_decay", "decay"});
-  reference::Optimizer out;
-  const std::string kind = r.string(o["kind"], "inputs.optimizer.kind");
+// arrays), "nesterov" (bool), "decay" ("coupled" | "decoupled")}; version 2 also
+// {"kind": "adam", "b1", "b2", "eps", "eps_root", "weight_decay", "decay"}.
+reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t version) {
+  r.expect_type(j, "inputs.optimizer", j.is_object(), "an object");
+  if (!j.contains("kind")) r.fail("inputs.optimizer.kind", "required field is missing");
+  const std::string kind = r.string(j["kind"], "inputs.optimizer.kind");
   const auto parsed = reference::parse_optimizer_kind(kind);
-  if (!parsed || *parsed != reference::Optimizer::Kind::momentum)  // no fixtures of Adam steps
-    r.fail("inputs.optimizer.kind", fmt::format("\"{}\" is not \"momentum\"", kind));
+  if (parsed != reference::Optimizer::Kind::momentum && parsed != reference::Optimizer::Kind::adam)
+    r.fail("inputs.optimizer.kind",
+           fmt::format("\"{}\" is neither \"momentum\" nor \"adam\"", kind));
+  const bool adam = parsed == reference::Optimizer::Kind::adam;
+  if (adam && version < 2)
+    r.fail("inputs.optimizer.kind", "\"adam\" is a version 2 kind in a version 1 fixture");
+  if (!adam) {
+    r.object(j, "inputs.optimizer",
+             {"kind", "momentum", "dampening", "nesterov", "weight_decay", "decay"});
+  } else {
+    r.object(j, "inputs.optimizer",
+             {"kind", "b1", "b2", "eps", "eps_root", "weight_decay", "decay"});
+  }
+  const Json& o = j;
+  reference::Optimizer out;
   out.kind = *parsed;
   auto scalar = [&](const char* key) {
     const Json& a =
@@ -193,12 +205,19 @@ reference::Optimizer optimizer(const Reader& r, const Json& j) {
                                             kind == FP_SUBNORMAL ? "subnormal" : "not finite"));
     return v[0];
   };
-  out.momentum = scalar("momentum");
-  out.dampening = scalar("dampening");
+  if (adam) {
+    out.b1 = scalar("b1");
+    out.b2 = scalar("b2");
+    out.eps = scalar("eps");
+    out.eps_root = scalar("eps_root");
+  } else {
+    out.momentum = scalar("momentum");
+    out.dampening = scalar("dampening");
+    r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
+                  "true or false");
+    out.nesterov = o["nesterov"].get<bool>();
+  }
   out.weight_decay = scalar("weight_decay");
-  r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
-                "true or false");
-  out.nesterov = o["nesterov"].get<bool>();
   const std::string decay = r.string(o["decay"], "inputs.optimizer.decay");
   const auto d = reference::parse_decay(decay);
   if (!d)
@@ -243,12 +262,15 @@ std::vector<float> input_array(const Reader& r, const Json& parent, const char* 
   return v;
 }
 
+// `rational`: the output carries exact_rational (all but Adam's parameters, which are
+// irrational in general and carry their decided decimals alone).
 ExpectedOutput output(const Reader& r, const Json& parent, reference::Output o,
-                      const std::vector<std::int64_t>& shape, const char* dims) {
+                      const std::vector<std::int64_t>& shape, const char* dims, bool rational) {
   const std::string path = std::string("outputs.") + to_string(o);
-  const Json& j = r.object(parent[to_string(o)], path,
-                           {"shape", "expected", "expected_decimal", "exact", "exact_rational",
-                            "bound", "may_overflow", "must_be_nonfinite"});
+  std::vector<std::string> keys = {"shape", "expected",     "expected_decimal", "exact",
+                                   "bound", "may_overflow", "must_be_nonfinite"};
+  if (rational) keys.push_back("exact_rational");
+  const Json& j = r.object(parent[to_string(o)], path, keys);
   r.shape(j["shape"], path + ".shape", shape, dims);
   std::size_t count = 1;
   for (auto d : shape) count *= static_cast<std::size_t>(d);
@@ -256,14 +278,15 @@ ExpectedOutput output(const Reader& r, const Json& parent, reference::Output o,
   e.expected = r.floats(j["expected"], path + ".expected", count);
   r.decimals(j["expected_decimal"], path + ".expected_decimal", e.expected);
   r.array(j["exact"], path + ".exact", count);
-  r.array(j["exact_rational"], path + ".exact_rational", count);
+  if (rational) r.array(j["exact_rational"], path + ".exact_rational", count);
   r.array(j["bound"], path + ".bound", count);
   for (std::size_t i = 0; i < count; ++i) {
     e.exact.push_back(r.matching(j["exact"][i], fmt::format("{}.exact[{}]", path, i),
                                  decimal_pattern, "a decimal number"));
-    e.exact_rational.push_back(r.matching(j["exact_rational"][i],
-                                          fmt::format("{}.exact_rational[{}]", path, i),
-                                          rational_pattern, "an integer or a fraction p/q"));
+    if (rational)
+      e.exact_rational.push_back(r.matching(j["exact_rational"][i],
+                                            fmt::format("{}.exact_rational[{}]", path, i),
+                                            rational_pattern, "an integer or a fraction p/q"));
     const Json& b = j["bound"][i];
     const std::string item = fmt::format("{}.bound[{}]", path, i);
     r.expect_type(b, item, b.is_number(), "a number");
@@ -342,7 +365,8 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
 
   const Json& in = r.object(j["inputs"], "inputs",
                             {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"},
-                            {"optimizer", "momentum_kernel", "momentum_bias", "bias_group"});
+                            {"optimizer", "momentum_kernel", "momentum_bias",
+                             "second_moment_kernel", "second_moment_bias", "bias_group"});
   reference::Case& c = f.inputs;
   c.n = static_cast<int>(r.integer(in["n"], "inputs.n", 1, max_dim));
   c.d = static_cast<int>(r.integer(in["d"], "inputs.d", 1, max_dim));
@@ -350,24 +374,33 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   c.num_shards = static_cast<int>(r.integer(in["num_shards"], "inputs.num_shards", 1, max_dim));
   c.step = r.integer(in["step"], "inputs.step", 0, max_step - 1);
   c.lr = input_array(r, in, "lr", {}, reference::dimension_names(reference::Extent::one))[0];
-  if (in.contains("optimizer")) c.optimizer = optimizer(r, in["optimizer"]);
+  if (in.contains("optimizer")) c.optimizer = optimizer(r, in["optimizer"], version);
   if (in.contains("bias_group")) {
     if (version < 2) r.fail("inputs.bias_group", "a version 2 field in a version 1 fixture");
     c.bias_group = bias_group(r, in["bias_group"], c.optimizer);
   }
-  const bool momentum = c.optimizer.kind == reference::Optimizer::Kind::momentum;
+  const bool stateful = c.optimizer.kind != reference::Optimizer::Kind::sgd;
+  const bool adam = c.optimizer.kind == reference::Optimizer::Kind::adam;
   for (const reference::InputArray& a : reference::input_arrays) {
-    // The buffer before the step: present, both of it, exactly for a momentum step that is
-    // not the first.
+    // The state before the step: present, all of it, exactly for a stateful step that is
+    // not the first (a momentum buffer; Adam's two moments).
     if (a.state && !in.contains(a.name)) continue;
-    if (a.state && !momentum)
+    if (a.state && !stateful)
       r.fail(std::string("inputs.") + a.name, "a momentum buffer without a momentum optimizer");
+    if (a.adam_only && !adam)
+      r.fail(std::string("inputs.") + a.name, "a second moment without the Adam optimizer");
     c.*a.member = input_array(r, in, a.name, reference::dimensions(a.extent, c.n, c.d, c.k),
                               reference::dimension_names(a.extent));
   }
   if (in.contains("momentum_kernel") != in.contains("momentum_bias"))
     r.fail(in.contains("momentum_kernel") ? "inputs.momentum_bias" : "inputs.momentum_kernel",
            "required field is missing: momentum_kernel and momentum_bias come together");
+  if (adam)
+    for (const char* key : {"second_moment_kernel", "second_moment_bias"})
+      if (in.contains(key) != in.contains("momentum_kernel"))
+        r.fail(std::string("inputs.") + key,
+               in.contains(key) ? "Adam's state without its first moment"
+                                : "required field is missing: Adam's state has both moments");
 
   std::vector<std::string> output_keys;
   for (const reference::OutputInfo& o : reference::output_table)
@@ -376,8 +409,10 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   const Json& out = r.object(j["outputs"], "outputs", output_keys);
   for (const reference::OutputInfo& o : reference::output_table)
     if (reports(o, c, true))
-      f.outputs[o.output] = output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
-                                   reference::dimension_names(o.extent));
+      f.outputs[o.output] = output(
+          r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
+          reference::dimension_names(o.extent),
+          !adam || (o.output != reference::Output::kernel && o.output != reference::Output::bias));
   f.step = r.integer(out["step"], "outputs.step", 1, max_step);
 
   const Json& p =

@@ -1,6 +1,8 @@
 // The fixture format, its validation, the oracle check, generation and replay.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -306,6 +308,22 @@ TEST(Validation, ABiasGroupsOutputsAreTheGroups) {
       "outputs.bias.expected[0]", "momentum-bias-group");
 }
 
+// A counter beyond what a fixture holds is refused by the writer, naming the field,
+// rather than written to a file no reader takes.
+TEST(Validation, ACounterBeyondTheFormatIsNotWritten) {
+  Fixture f = canonical("worked-example");
+  f.inputs.step = max_fixture_step;
+  try {
+    to_json_text(f);
+    ADD_FAILURE() << "a step of 2^53 - 1 was written";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("inputs.step: 9007199254740991 is beyond", 0), 0u)
+        << e.what();
+  }
+  f.inputs.step = max_fixture_step - 1;
+  EXPECT_NO_THROW(to_json_text(f));
+}
+
 TEST(Validation, DisagreementWithTheOracleIsCorruption) {
   expect_corrupt(
       [](Fixture& f) {
@@ -480,10 +498,10 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
   const Fixture f = momentum_fixture();
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "adam"; }, "inputs.optimizer.kind",
-      "\"adam\" is not \"momentum\"");
+      "\"adam\" is a version 2 kind in a version 1 fixture");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "sgd"; }, "inputs.optimizer.kind",
-      "\"sgd\" is not \"momentum\"");
+      "\"sgd\" is neither \"momentum\" nor \"adam\"");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = 1; }, "inputs.optimizer.kind",
       "expected a string, got an integer");
@@ -552,6 +570,80 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
           j["inputs"]["optimizer"][key] = scalar_json(-std::numeric_limits<float>::infinity());
         },
         path + ".float32", "-infinity is not finite; a hyperparameter is 0");
+  }
+}
+
+// Adam (format version 2): the parameters' exact values are decimals the enclosure
+// decides, without exact_rational; the moments are rational as before. Round trip,
+// agreement with the oracle, and the faults named.
+TEST(Adam, FixturesRoundTripAndAgreeWithTheOracle) {
+  int irrational = 0;
+  for (const bool fresh : {false, true}) {
+    for (const auto decay :
+         {reference::Optimizer::Decay::coupled, reference::Optimizer::Decay::decoupled}) {
+      reference::Case c = momentum_inputs(fresh);
+      c.optimizer = {};
+      c.optimizer.kind = reference::Optimizer::Kind::adam;
+      c.optimizer.b1 = 0.875f;
+      c.optimizer.b2 = 0.9375f;
+      c.optimizer.eps = 0x1p-10f;
+      c.optimizer.eps_root = fresh ? 0x1p-20f : 0.0f;
+      c.optimizer.weight_decay = 0.125f;
+      c.optimizer.decay = decay;
+      if (!fresh) c.second_moment_kernel = {0.25f}, c.second_moment_bias = {0.5f};
+      const Fixture f = momentum_fixture(c);
+      const std::string text = to_json_text(f);
+      const Json j = Json::parse(text);
+      EXPECT_EQ(j["version"], 2);
+      EXPECT_FALSE(j["outputs"]["kernel"].contains("exact_rational"));
+      EXPECT_TRUE(j["outputs"]["second_moment_kernel"].contains("exact_rational"));
+      const std::string exact = j["outputs"]["kernel"]["exact"][0];
+      // 40 significant digits where the value does not terminate.
+      irrational += std::count_if(exact.begin(), exact.end(), ::isdigit) >= 40;
+      const Fixture back = parse_fixture(text, "a.json");
+      EXPECT_EQ(to_json_text(back), text);
+      EXPECT_EQ(back.inputs.optimizer, c.optimizer);
+      EXPECT_EQ(back.inputs.second_moment_kernel, c.second_moment_kernel);
+      EXPECT_NO_THROW(verify_against_oracle(back, "a.json"));
+      // The decided decimal and the correctly rounded float32 agree.
+      EXPECT_EQ(static_cast<float>(std::stod(exact)), back.outputs.kernel.expected[0]) << exact;
+    }
+  }
+  EXPECT_GT(irrational, 0);
+  reference::Case c = momentum_inputs(false);
+  c.optimizer = {};
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.875f;
+  c.optimizer.b2 = 0.9375f;
+  c.optimizer.eps = 0x1p-10f;
+  c.second_moment_kernel = {0.25f};
+  c.second_moment_bias = {0.5f};
+  const Fixture f = momentum_fixture(c);
+  expect_malformed(
+      f, [](Json& j) { j["version"] = 1; }, "inputs.optimizer.kind",
+      "\"adam\" is a version 2 kind in a version 1 fixture");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"].erase("b2"); }, "inputs.optimizer.b2",
+      "required field is missing");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["nesterov"] = true; }, "inputs.optimizer.nesterov",
+      "unknown field");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"].erase("second_moment_bias"); }, "inputs.second_moment_bias",
+      "required field is missing");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["kernel"]["exact_rational"] = {"1"}; },
+      "outputs.kernel.exact_rational", "unknown field");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["second_moment_bias"].erase("exact_rational"); },
+      "outputs.second_moment_bias.exact_rational", "required field is missing");
+  Fixture wrong = f;
+  wrong.outputs.kernel.exact[0] = "0.5";
+  try {
+    verify_against_oracle(wrong, "a.json");
+    ADD_FAILURE() << "a wrong decided decimal was accepted";
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.field(), "outputs.kernel.exact[0]") << e.what();
   }
 }
 

@@ -24,6 +24,9 @@ inline constexpr int format_version = 1;
 /// The latest version this code reads and writes: version 1 and `inputs.bias_group`
 /// (fixtures/README.md), written only for a fixture that has one.
 inline constexpr int format_version_latest = 2;
+/// The largest counter a fixture holds, after the update (JavaScript's largest exact
+/// integer, so that a reader in any language holds it); `inputs.step` is below it.
+inline constexpr std::int64_t max_fixture_step = 9007199254740991;
 /// What computed the expectations (the `provenance.oracle` field).
 inline constexpr const char* oracle_description =
     "exact rational (GMP mpq), MPFR correct rounding to float32 (ties to even)";

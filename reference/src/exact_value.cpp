@@ -1,0 +1,40 @@
+#include "sgdc/reference/exact_value.hpp"
+
+#include <stdexcept>
+#include <string>
+
+#include "adam_update.hpp"
+#include "sgdc/reference/exact_step.hpp"
+
+namespace sgdc::reference {
+
+AdamParameters exact_adam_parameters(const Case& c, int digits) {
+  if (c.optimizer.kind != Optimizer::Kind::adam)
+    throw std::invalid_argument("exact_adam_parameters: not an Adam case");
+  // The moments after the step are rational; only the parameters need the enclosure.
+  const StepValues<Rational> v = evaluate_step<Rational>(c);
+  const AdamUpdate adam(c);
+  auto parameters = [&](const char* name, const std::vector<float>& p, const Matrix<Rational>& m,
+                        const Matrix<Rational>& s) {
+    std::vector<ExactValue> out;
+    out.reserve(p.size());
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      for (Eigen::Index j = 0; j < m.cols(); ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * m.cols() + j);
+        try {
+          out.push_back(adam.exact(p[e], m(i, j), s(i, j), digits));
+        } catch (const std::runtime_error& error) {
+          throw std::runtime_error(std::string(name) + "[" + std::to_string(e) +
+                                   "]: " + error.what());
+        }
+      }
+    }
+    return out;
+  };
+  AdamParameters out;
+  out.kernel = parameters("kernel", c.kernel, v.momentum_kernel, v.second_moment_kernel);
+  out.bias = parameters("bias", c.bias, v.momentum_bias, v.second_moment_bias);
+  return out;
+}
+
+}  // namespace sgdc::reference
