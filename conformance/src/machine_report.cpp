@@ -135,9 +135,8 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
       json counts = json::object(), ranges = json::object();
       for (std::size_t i = 0; i < options.size(); ++i)
         counts[options[i].name] = p.exercised.counts[i];
-      for (std::size_t i = 0; i < p.exercised.ranges.size(); ++i)
-        if (const auto& range = p.exercised.ranges[i])
-          ranges[reference::hyperparameters[i].name] = {range->first, range->second};
+      for (const auto& [name, range] : p.exercised.drawn())
+        ranges[name] = {range.first, range.second};
       jp["exercised"] = {{"cases", p.exercised.cases}, {"options", counts}, {"ranges", ranges}};
     }
     if (!p.discard_reasons.empty()) {
@@ -202,10 +201,9 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
       for (std::size_t i = 0; i < options.size(); ++i)
         os << fmt::format("        <property name=\"exercised.{}\" value=\"{}\"/>\n",
                           escape_xml(options[i].name), p.exercised.counts[i]);
-      for (std::size_t i = 0; i < p.exercised.ranges.size(); ++i)
-        if (const auto& range = p.exercised.ranges[i])
-          os << fmt::format("        <property name=\"drawn.{}\" value=\"{:.9g} {:.9g}\"/>\n",
-                            reference::hyperparameters[i].name, range->first, range->second);
+      for (const auto& [name, range] : p.exercised.drawn())
+        os << fmt::format("        <property name=\"drawn.{}\" value=\"{:.9g} {:.9g}\"/>\n",
+                          name, range.first, range.second);
       os << "      </properties>\n";
     }
     if (v == "pass" || v == "xpass") {

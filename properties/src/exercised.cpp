@@ -16,6 +16,19 @@ using Decay = reference::Optimizer::Decay;
 
 bool stateful(const reference::Case& c) { return c.optimizer.kind != Kind::sgd; }
 
+using Range = std::optional<std::pair<float, float>>;
+
+void widen(Range& r, float v) {
+  r = r ? std::pair{std::min(r->first, v), std::max(r->second, v)} : std::pair{v, v};
+}
+
+void widen(Range& r, const Range& o) {
+  if (!o) return;
+  r = r ? std::pair{std::min(r->first, o->first), std::max(r->second, o->second)} : *o;
+}
+
+constexpr const char* bias_group_names[] = {"bias_group.lr", "bias_group.weight_decay"};
+
 }  // namespace
 
 const std::vector<ExercisedOption>& exercised_options() {
@@ -51,20 +64,30 @@ void Exercised::add(const reference::Case& c) {
     const reference::Hyperparameter& h = reference::hyperparameters[i];
     const float v = h.get(c);
     if (!h.taken_by(c.optimizer.kind) || !std::isfinite(v)) continue;
-    auto& r = ranges[i];
-    r = r ? std::pair{std::min(r->first, v), std::max(r->second, v)} : std::pair{v, v};
+    widen(ranges[i], v);
   }
+  if (c.bias_group) {
+    const std::optional<float> values[] = {c.bias_group->lr, c.bias_group->weight_decay};
+    for (std::size_t i = 0; i < bias_group_ranges.size(); ++i)
+      if (values[i] && std::isfinite(*values[i])) widen(bias_group_ranges[i], *values[i]);
+  }
+}
+
+std::vector<std::pair<std::string, std::pair<float, float>>> Exercised::drawn() const {
+  std::vector<std::pair<std::string, std::pair<float, float>>> out;
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    if (ranges[i]) out.emplace_back(reference::hyperparameters[i].name, *ranges[i]);
+  for (std::size_t i = 0; i < bias_group_ranges.size(); ++i)
+    if (bias_group_ranges[i]) out.emplace_back(bias_group_names[i], *bias_group_ranges[i]);
+  return out;
 }
 
 void Exercised::merge(const Exercised& other) {
   cases += other.cases;
   for (std::size_t i = 0; i < counts.size(); ++i) counts[i] += other.counts[i];
-  for (std::size_t i = 0; i < ranges.size(); ++i) {
-    const auto& o = other.ranges[i];
-    if (!o) continue;
-    auto& r = ranges[i];
-    r = r ? std::pair{std::min(r->first, o->first), std::max(r->second, o->second)} : *o;
-  }
+  for (std::size_t i = 0; i < ranges.size(); ++i) widen(ranges[i], other.ranges[i]);
+  for (std::size_t i = 0; i < bias_group_ranges.size(); ++i)
+    widen(bias_group_ranges[i], other.bias_group_ranges[i]);
 }
 
 std::string Exercised::summary() const {
@@ -73,15 +96,13 @@ std::string Exercised::summary() const {
   for (std::size_t i = 0; i < options.size(); ++i)
     if (counts[i] > 0)
       out += fmt::format("{}{} {}", out.empty() ? "" : ", ", options[i].name, counts[i]);
-  std::string drawn;
-  for (std::size_t i = 0; i < ranges.size(); ++i) {
-    const auto& r = ranges[i];
-    if (!r) continue;
-    drawn += fmt::format("{}{} ", drawn.empty() ? "" : ", ", reference::hyperparameters[i].name);
-    drawn += r->first == r->second ? fmt::format("{:.3g}", r->first)
-                                   : fmt::format("[{:.3g}, {:.3g}]", r->first, r->second);
+  std::string text;
+  for (const auto& [name, r] : drawn()) {
+    text += fmt::format("{}{} ", text.empty() ? "" : ", ", name);
+    text += r.first == r.second ? fmt::format("{:.3g}", r.first)
+                                : fmt::format("[{:.3g}, {:.3g}]", r.first, r.second);
   }
-  return drawn.empty() ? out : out + "; " + drawn;
+  return text.empty() ? out : out + "; " + text;
 }
 
 std::vector<std::string> unexercised(const Exercised& e, const Declaration& d) {

@@ -79,5 +79,39 @@ TEST(Exercised, WarnsOfDeclaredOptionsNeverRun) {
   EXPECT_TRUE(unexercised(only_plain, d).empty());
 }
 
+// A bias group is counted, its values drawn as ranges of their own, merged, and owed
+// when declared.
+TEST(Exercised, TheBiasGroup) {
+  Exercised e;
+  reference::Case c = nesterov_case();
+  c.bias_group = reference::ParamGroup{.lr = 0.25f, .weight_decay = 0.0f};
+  e.add(c);
+  c.bias_group->lr = 0.5f;
+  Exercised other;
+  other.add(c);
+  other.add(nesterov_case());
+  e.merge(other);
+  EXPECT_EQ(count(e, "bias group"), 2);
+  const auto drawn = e.drawn();
+  const auto at = [&](std::string_view name) {
+    return std::find_if(drawn.begin(), drawn.end(), [&](const auto& d) { return d.first == name; });
+  };
+  ASSERT_NE(at("bias_group.lr"), drawn.end());
+  EXPECT_EQ(at("bias_group.lr")->second, (std::pair{0.25f, 0.5f}));
+  EXPECT_EQ(at("bias_group.weight_decay")->second, (std::pair{0.0f, 0.0f}));
+  EXPECT_NE(e.summary().find("bias_group.lr [0.25, 0.5], bias_group.weight_decay 0"),
+            std::string::npos)
+      << e.summary();
+  Declaration d;
+  d.recipe.bias_group = DeclaredGroup{.weight_decay = {{0.0f, 0.0f}}};
+  Exercised none;
+  none.add(reference::worked_example());
+  const auto w = unexercised(none, d);
+  EXPECT_TRUE(std::any_of(w.begin(), w.end(), [](const std::string& s) {
+    return s.find("exercised bias group,") != std::string::npos;
+  }));
+  EXPECT_TRUE(unexercised(e, d).empty());
+}
+
 }  // namespace
 }  // namespace sgdc::properties
