@@ -202,8 +202,8 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
         os << fmt::format("        <property name=\"exercised.{}\" value=\"{}\"/>\n",
                           escape_xml(options[i].name), p.exercised.counts[i]);
       for (const auto& [name, range] : p.exercised.drawn())
-        os << fmt::format("        <property name=\"drawn.{}\" value=\"{:.9g} {:.9g}\"/>\n",
-                          name, range.first, range.second);
+        os << fmt::format("        <property name=\"drawn.{}\" value=\"{:.9g} {:.9g}\"/>\n", name,
+                          range.first, range.second);
       os << "      </properties>\n";
     }
     if (v == "pass" || v == "xpass") {

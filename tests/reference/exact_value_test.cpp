@@ -58,9 +58,9 @@ TEST(AdamExactValue, DecidedDigitsOfAnIrrationalParameter) {
         std::tuple{p.bias.at(0), high.bias(0, 0), e.bias[0]}}) {
     ASSERT_FALSE(exact.rational);
     ASSERT_EQ(exact.digits.size(), 40u);
-    const HighPrecision decided =
-        HighPrecision(exact.digits) * pow(HighPrecision(10), exact.exponent) *
-        (exact.negative ? -1 : 1);
+    const HighPrecision decided = HighPrecision(exact.digits) *
+                                  pow(HighPrecision(10), exact.exponent) *
+                                  (exact.negative ? -1 : 1);
     // 40 digits rounded to nearest: within half a unit of the 40th digit.
     EXPECT_LE(abs(decided - value), abs(value) * HighPrecision("1e-39")) << exact.digits;
     EXPECT_EQ(static_cast<float>(decided), expected.rounded);
