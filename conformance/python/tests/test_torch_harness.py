@@ -167,11 +167,8 @@ def test_check_torch_passes_a_correct_step(sgdc: Any) -> None:
     assert result.report["implementation"]["name"] == "torch-eager"
 
 
-# MARKED: expected to fail until the suite's determinism property names these bug
-# classes in its "suspected:" lines; remove the xfail mark once it does. The exact
-# phrase each cross-step bug's determinism failure is to carry in the text report:
-@pytest.mark.xfail(reason="the determinism property does not yet name cross-step bug classes",
-                   strict=False)
+# The phrase each cross-step bug's determinism failure carries in the text report (its
+# "suspected:" line):
 @pytest.mark.parametrize("train_step, phrase", [
     (no_zero_grad, "gradients accumulate across calls"),
     (hook_every_call, "gradients differ by a constant factor between calls")])
