@@ -4,6 +4,7 @@ when it is exactly a float32."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as np
@@ -113,3 +114,17 @@ def test_a_nan_float_loss_is_a_float32_nan() -> None:
     case = sgdc_adapter.parse_case(step_message(WORKED, 1)[0])
     res = sgdc_adapter.build_result(case, {**numpy_step(case), "loss": float("nan")}, ())
     assert np.isnan(sgdc_adapter.decode(res["loss"], 1, "loss")).all()
+
+
+@pytest.mark.parametrize("method, module", [("check_fsdp2", "sgdc_adapter.torch"),
+                                            ("check_nnx", "sgdc_adapter.jax"),
+                                            ("check_spmd", "sgdc_adapter.jax")])
+def test_the_fixture_offers_every_harness(sgdc: Any, monkeypatch: pytest.MonkeyPatch,
+                                          method: str, module: str) -> None:
+    calls: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(importlib.import_module(module), method,
+                        lambda *args, **kwargs: calls.append((args, kwargs)) or "result")
+    assert getattr(sgdc, method)("model_fn", cases=3) == "result"
+    args, kwargs = calls[0]
+    assert args[-1] == "model_fn" and kwargs == {"cases": 3}
+    assert (args[0] is sgdc) == (method == "check_fsdp2"), "only FSDP2 takes the fixture"

@@ -136,10 +136,27 @@ class Sgdc:
         return self.check(TorchHarness(model_fn, optimizer_fn, train_step), name=name,
                           version=version or torch.__version__, **merged)
 
+    def check_fsdp2(self, *args: Any, **kwargs: Any) -> SuiteResult:
+        """`sgdc_adapter.torch.check_fsdp2(sgdc, ...)` with this fixture: the FSDP2 harness,
+        the user's model_fn, parallelize_fn, optimizer_fn and train_step."""
+        from . import torch as harness
+        return harness.check_fsdp2(self, *args, **kwargs)
+
+    def check_nnx(self, *args: Any, **kwargs: Any) -> SuiteResult:
+        """`sgdc_adapter.jax.check_nnx(...)`: the Flax NNX harness."""
+        from . import jax as harness
+        return harness.check_nnx(*args, **kwargs)
+
+    def check_spmd(self, *args: Any, **kwargs: Any) -> SuiteResult:
+        """`sgdc_adapter.jax.check_spmd(...)`: the JAX SPMD harness."""
+        from . import jax as harness
+        return harness.check_spmd(*args, **kwargs)
+
 @pytest.fixture
 def sgdc(request: pytest.FixtureRequest) -> Sgdc:
     """Runs the sgd-conformance suite against a step function of this process:
-    `sgdc.check(step, name=..., capabilities=...)`, `sgdc.check_torch(model_fn, ...)`."""
+    `sgdc.check(step, name=..., capabilities=...)`, `sgdc.check_torch(model_fn, ...)`, and
+    the other harnesses' `sgdc.check_fsdp2`, `sgdc.check_nnx`, `sgdc.check_spmd`."""
     return Sgdc(request)
 
 

@@ -52,8 +52,8 @@ device count; with "shard_layout" in capabilities the kit reports each device's 
 the parameters and state, read from the arrays. JAX on the CPU has one device unless
 told otherwise before it is imported: call `cpu_devices(8)` first.
 
-pytest: `check_nnx(...)` and `check_spmd(...)` (also `sgdc.check_nnx` / `sgdc.check_spmd`
-of the `sgdc` fixture) take the same arguments plus the run's options (`cases`, `seed`,
+pytest: `check_nnx(...)` and `check_spmd(...)` (also `sgdc.check_nnx(...)` /
+`sgdc.check_spmd(...)` on the `sgdc` fixture) take the same arguments plus the run's options (`cases`, `seed`,
 `properties`, ...) and pass only on CONFORMANT.
 
 This package imports JAX, Flax and optax only when a harness is made; where they are
