@@ -17,6 +17,7 @@
 #include "sgdc/conformance/regression/derive.hpp"
 #include "sgdc/conformance/regression/fixture_error.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
+#include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/regression/generate.hpp"
 #include "sgdc/conformance/regression/replay.hpp"
 #include "sgdc/properties/diagnosis.hpp"
@@ -31,6 +32,8 @@ struct GenerateArgs {
   regression::GenerateOptions options;
   std::string magnitudes = "mixed";
   int n = 0, d = 0, k = 0;
+  std::vector<std::string> optimizers;
+  std::string recipe;
   std::string out;
   bool canonical = false;
 };
@@ -53,6 +56,18 @@ int generate(GenerateArgs& a) {
       if (a.n > 0) a.options.n = a.n;
       if (a.d > 0) a.options.d = a.d;
       if (a.k > 0) a.options.k = a.k;
+      for (const std::string& name : a.optimizers)
+        a.options.optimizers.push_back(*reference::parse_optimizer_kind(name));
+      if (!a.recipe.empty()) {
+        a.options.recipe = protocol::read_recipe_file(a.recipe);
+        // The fixtures are for any implementation: every option is open to the recipe.
+        properties::Capabilities all;
+        all.momentum = properties::MomentumSupport{
+            .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
+        all.adam = properties::AdamSupport{
+            .coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+        properties::validate(a.options.recipe, all);
+      }
       list = regression::generate_fixtures(a.options);
     }
     std::string names;
@@ -138,6 +153,14 @@ int check(const CheckArgs& a) {
     if (!a.quiet) fmt::print("n/a   {}: {}\n", entry.first, *why);
     return true;
   });
+  if (good.empty() && unusable == 0) {
+    // Nothing the implementation declares: nothing tested, which is no pass.
+    fmt::print(stderr,
+               "sgd-conformance: could not test {}: none of the {} fixtures lies inside what it "
+               "declares\n",
+               a.impl, total);
+    return could_not_test_status;
+  }
   // As `run` reports a counterexample: the first failing elements, the bug class the
   // numbers point to, and the inputs; with -q one line per failing fixture.
   auto report = [&](const std::string& path, const regression::Fixture& f,
@@ -247,6 +270,13 @@ void add_fixtures(CLI::App& app, int& status) {
   gen->add_option("--n", g->n, "Fix the batch size n")->check(CLI::Range(1, 4096));
   gen->add_option("--d", g->d, "Fix the input features d")->check(CLI::Range(1, 4096));
   gen->add_option("--k", g->k, "Fix the output features k")->check(CLI::Range(1, 4096));
+  gen->add_option("--optimizer", g->optimizers,
+                  "Draw steps of this optimizer (repeatable, taken in turn; default: the "
+                  "recipe's, else plain SGD)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  gen->add_option("--recipe", g->recipe,
+                  "Draw only inside this recipe (JSON: optimizers, hyperparameters, "
+                  "even_batches, bias_group)");
   gen->add_flag("--canonical", g->canonical,
                 "Write the curated set of fixtures/canonical/ instead (ignores the other "
                 "options but --out)");

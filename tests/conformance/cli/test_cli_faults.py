@@ -174,6 +174,20 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"grouped counterexample: replayed against {impl}: exit {want}",
               q.returncode == want, q.stdout[-400:])
 
+# fixtures check where no fixture lies inside what the implementation declares: nothing
+# was tested, which is no pass (exit 2, said).
+with tempfile.TemporaryDirectory() as tmp:
+    g = subprocess.run([CLI, "fixtures", "generate", "--count", "2", "--optimizer", "adam",
+                        "--out", tmp], capture_output=True, text=True, timeout=120)
+    check("generate --optimizer adam: exit 0", g.returncode == 0, g.stderr)
+    q = subprocess.run([CLI, "fixtures", "check", "--impl", "builtin:no-decay-on-bias", tmp],
+                       capture_output=True, text=True, timeout=120)
+    check("every fixture outside the declaration: n/a listed with the reason",
+          q.stdout.count("outside the declared recipe") == 2, q.stdout[-400:])
+    check("every fixture outside the declaration: exit 2 and said",
+          q.returncode == 2 and "none of the 2 fixtures lies inside what it declares" in q.stderr,
+          f"exit {q.returncode}: {q.stderr[-300:]}")
+
 check("no adapter left running", not no_fake_left(), " ".join(no_fake_left()))
 print(f"{results['passed']} passed, {results['failed']} failed")
 shutil.rmtree(_own_dir, ignore_errors=True)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sgdc/conformance/regression/fixture.hpp"
+#include "sgdc/properties/declared_recipe.hpp"
 
 namespace sgdc::conformance::regression {
 
@@ -34,6 +35,12 @@ struct GenerateOptions {
   int max_dim = 6;  ///< n, d, k drawn from 1..max_dim unless fixed below
   std::optional<int> n, d, k;
   int max_shards = 4;  ///< num_shards drawn from 1..max_shards
+  /// The optimizers drawn, one per case in turn of the draw; empty: the recipe's, or
+  /// plain SGD alone (the files of earlier versions, byte for byte).
+  std::vector<reference::Optimizer::Kind> optimizers;
+  /// Hyperparameters drawn inside its ranges, its bias group, its even batches; every
+  /// option of every optimizer is drawn (the suite's own builtins take them all).
+  properties::DeclaredRecipe recipe;
 };
 
 /// Fixtures number 0 .. count-1, named "seed-S-NNNN". Fixture i depends only on the
