@@ -109,7 +109,8 @@ void draw_optimizer(Rng& rng, const GenerateOptions& o, reference::Optimizer::Ki
   if (kind == Kind::momentum) {
     opt.momentum = hyperparameter(uniform(rng, 0.0, 0.99));
     opt.nesterov = integer(rng, 0, 2) == 0;
-    opt.dampening = opt.nesterov || integer(rng, 0, 2) != 0 ? 0.0f : hyperparameter(uniform(rng, 0.0, 0.9));
+    opt.dampening =
+        opt.nesterov || integer(rng, 0, 2) != 0 ? 0.0f : hyperparameter(uniform(rng, 0.0, 0.9));
   }
   if (kind == Kind::adam) {
     opt.b1 = integer(rng, 0, 3) == 0 ? 0.0f : hyperparameter(uniform(rng, 0.5, 0.99));
@@ -201,8 +202,8 @@ std::vector<Fixture> generate_fixtures(const GenerateOptions& o) {
   if (optimizers.empty()) optimizers = {reference::Optimizer::Kind::sgd};
   for (reference::Optimizer::Kind k : optimizers)
     if (!o.recipe.runs(k))
-      throw std::invalid_argument(fmt::format("optimizer {}: outside the recipe's optimizers",
-                                              reference::to_string(k)));
+      throw std::invalid_argument(
+          fmt::format("optimizer {}: outside the recipe's optimizers", reference::to_string(k)));
   // Without optimizers or recipe, the files of earlier versions, byte for byte: no redraw.
   const bool plain = optimizers == std::vector{reference::Optimizer::Kind::sgd} && o.recipe.empty();
   std::vector<Fixture> out;
