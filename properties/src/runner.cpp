@@ -113,6 +113,9 @@ Batch together(const Property& property, Implementation& impl, const CaseSpace& 
 // judgement only on its own steps' outcomes, so every value is what together() gives; a
 // fault is reported at the lowest case that met one. Drawing is spread too: at a few
 // hundred microseconds a case it would otherwise be a tenth of a run left on one thread.
+// A case large enough for the oracle to split its loops (a user's layer shape) is left
+// for after, evaluated alone on every thread as before: one such case's expectations
+// take gigabytes, which side by side would multiply.
 Batch side_by_side(const Property& property, Implementation& impl, const CaseSpace& space,
                    const RunOptions& options, int first, int count) {
   const auto n = static_cast<std::size_t>(count);
@@ -122,15 +125,23 @@ Batch side_by_side(const Property& property, Implementation& impl, const CaseSpa
   Batch b;
   b.cases.resize(n);
   b.obs.resize(n);
-  reference::for_each_index(n, [&](std::size_t i) {
-    drawn[i].emplace(draw_for_run(property, space, options, first + static_cast<int>(i)));
-    b.cases[i] = drawn[i]->value();
+  auto run = [&](std::size_t i) {
     try {
       judged[i] = evaluate(property, impl, b.cases[i], b.obs[i]);
     } catch (const ImplementationFault& f) {
       faults[i] = f.what();
     }
+  };
+  std::vector<char> large(n, 0);
+  reference::for_each_index(n, [&](std::size_t i) {
+    drawn[i].emplace(draw_for_run(property, space, options, first + static_cast<int>(i)));
+    b.cases[i] = drawn[i]->value();
+    const reference::Case& c = b.cases[i];
+    large[i] = reference::splits_case(c.n, c.d, c.k);
+    if (!large[i]) run(i);
   });
+  for (std::size_t i = 0; i < n; ++i)
+    if (large[i]) run(i);
   for (std::size_t i = 0; i < n; ++i)
     if (faults[i]) throw ImplementationFault(*faults[i], i);
   b.drawn.reserve(n);

@@ -10,6 +10,8 @@
 #include <thread>
 #include <vector>
 
+#include "parallel_for.hpp"
+
 namespace sgdc::reference {
 
 namespace {
@@ -52,6 +54,10 @@ void set_oracle_threads(int threads) {
 }
 
 bool inside_for_each_index() { return spread; }
+
+bool splits_case(int n, int d, int k) {
+  return static_cast<double>(n) * d * k >= parallel::threshold;
+}
 
 void for_each_index(std::size_t count, const std::function<void(std::size_t)>& fn) {
   const std::size_t threads =

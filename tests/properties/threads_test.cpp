@@ -116,11 +116,13 @@ struct Reports {
 
 // The suite's text and JSON reports on builtin `name` with `threads` oracle threads, the
 // times set to 0.
-Reports run_with(const std::string& name, int threads, int cases) {
+Reports run_with(const std::string& name, int threads, int cases,
+                 std::vector<properties::Shape> shapes = {}) {
   set_oracle_threads(threads);
   auto impl = conformance::builtin::make(conformance::builtin::find(name));
   conformance::SuiteOptions options;
   options.run.cases = cases;
+  options.run.shapes.exact = std::move(shapes);
   conformance::SuiteReport report = conformance::run_suite(*impl, options);
   set_oracle_threads(0);
   report.seconds = 0.0;
@@ -132,8 +134,9 @@ Reports run_with(const std::string& name, int threads, int cases) {
   return {text.str(), json.str()};
 }
 
-void expect_same_reports(const std::string& name, int cases, bool should_fail) {
-  const Reports one = run_with(name, 1, cases), two = run_with(name, 2, cases);
+void expect_same_reports(const std::string& name, int cases, bool should_fail,
+                         const std::vector<properties::Shape>& shapes = {}) {
+  const Reports one = run_with(name, 1, cases, shapes), two = run_with(name, 2, cases, shapes);
   EXPECT_EQ(one.text, two.text) << name;
   EXPECT_EQ(one.json, two.json) << name;
   EXPECT_EQ(one.text.find("FAIL") != std::string::npos, should_fail) << one.text;
@@ -148,6 +151,15 @@ TEST_F(Threads, ReportsOfMutantsAreTheSameOnOneAndTwoThreads) {
   for (const char* name : {"wrong-sign", "rows-past-16-dropped", "columns-past-8-dropped",
                            "adam-eps-inside", "gradients-accumulate"})
     expect_same_reports(name, 200, true);
+}
+
+// Cases large enough for the oracle to split their loops are evaluated one at a time,
+// beside the small ones the same shape's properties still draw (zero_lr's, say).
+TEST_F(Threads, ReportsAtALargeShapeAreTheSameOnOneAndTwoThreads) {
+  ASSERT_TRUE(reference::splits_case(64, 64, 32));
+  const std::vector<properties::Shape> shapes = {{64, 64, 32}, {3, 5, 7}};
+  expect_same_reports("float32", 4, false, shapes);
+  expect_same_reports("wrong-sign", 4, true, shapes);
 }
 
 // A built-in that records the threads and the batches it is handed, without allowing

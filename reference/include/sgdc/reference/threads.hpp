@@ -21,6 +21,10 @@ int oracle_threads();
 /// machine's count. Thread-safe; takes effect at the next call of the oracle.
 void set_oracle_threads(int threads);
 
+/// Whether a case of shape n x d x k is large enough (N D K at least 2^17) for the
+/// oracle to split its loops over oracle_threads() threads (outside for_each_index).
+bool splits_case(int n, int d, int k);
+
 /// Calls fn(i) once for every i in [0, count), on up to oracle_threads() threads (the
 /// calling thread one of them), each thread taking the next index not yet taken; returns
 /// when every call has returned. When calls throw, the exception of the lowest such index
