@@ -116,8 +116,8 @@ Batch together(const Property& property, Implementation& impl, const CaseSpace& 
 // The same cases, each drawn and evaluated alone, side by side on the oracle's threads
 // (Implementation::concurrent_steps). Case i depends only on the seed and i, and its
 // judgement only on its own steps' outcomes, so every value is what together() gives; a
-// fault is reported at the lowest case that met one. Drawing is spread too: at a few
-// hundred microseconds a case it would otherwise be a tenth of a run left on one thread.
+// fault is reported at the lowest case that met one. Drawing is spread too (case i is a
+// pure function of the seed and i), so that only the fold stays on one thread.
 // A case large enough for the oracle to split its loops (a user's layer shape) is left
 // for after, evaluated alone on every thread as before: one such case's expectations
 // take gigabytes, which side by side would multiply.
