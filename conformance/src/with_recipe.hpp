@@ -23,6 +23,7 @@ class WithRecipe : public properties::Implementation {
     return inner_->step_batch(cases);
   }
   std::size_t preferred_batch() const override { return inner_->preferred_batch(); }
+  bool concurrent_steps() const override { return inner_->concurrent_steps(); }
 
  private:
   std::unique_ptr<properties::Implementation> inner_;

@@ -25,10 +25,11 @@ inline constexpr double threshold = 0x1p17;
 /// first-level cache.
 inline constexpr int tile_columns = 512;
 
-/// Threads for the loops of a case of shape n x d x k.
+/// Threads for the loops of a case of shape n x d x k: one inside for_each_index, whose
+/// threads already keep every core busy.
 inline int threads_for(int n, int d, int k) {
   const double work = static_cast<double>(n) * d * k;
-  return work < threshold ? 1 : oracle_threads();
+  return work < threshold || inside_for_each_index() ? 1 : oracle_threads();
 }
 
 /// Calls body(begin, end, part) on [0, count) cut into at most `threads` contiguous

@@ -298,6 +298,11 @@ class Builtin final : public properties::Implementation {
       accumulate(c, r);
     return {std::move(r), {}};
   }
+  // Every step is a pure function of its case, but for the mutant that keeps the last
+  // call's gradients: its outcomes depend on the order of the calls, which side-by-side
+  // evaluation would change. (The nondeterministic mutant's coin is behind a mutex; its
+  // outcomes differ from run to run whatever the threads.)
+  bool concurrent_steps() const override { return entry_.recipe.bug != Bug::gradients_accumulate; }
 
  private:
   // A .grad that is never zeroed: this call's gradient is added to what the last call of

@@ -113,6 +113,14 @@ class Implementation {
   /// declared max_batch), 0 for no preference. The runner's batches grow to it; what is
   /// judged never depends on it.
   virtual std::size_t preferred_batch() const { return 0; }
+  /// Whether step() may be called from several threads at once, each call's outcome the
+  /// same whatever else runs beside it and in whatever order the calls come. The runner
+  /// then evaluates a batch's drawn cases side by side, each case's steps handed to
+  /// step_batch() apart from the others', on up to reference::oracle_threads() threads
+  /// (what is judged and reported is the same as on one). False by default: the runner
+  /// hands every round of steps of a batch to one step_batch() call, from one thread, in
+  /// order, as an adapter in another process needs for its pipelining.
+  virtual bool concurrent_steps() const { return false; }
 };
 
 }  // namespace sgdc::properties

@@ -26,6 +26,8 @@ struct RunOptions {
   std::optional<int> num_shards;
   int shrink_budget = 2000;  ///< most property evaluations spent shrinking
   /// Drawn cases evaluated together: each round of their steps goes to one step_batch call.
+  /// With Implementation::concurrent_steps(), batches hold at least 32 cases per thread,
+  /// evaluated side by side, and grow to 512; what is judged never depends on it.
   int batch = 8;
   /// The shapes cases take (the pool comes from `seed`).
   ShapeOptions shapes;
