@@ -31,6 +31,17 @@ std::string show(const ValueRange& r) {
   return r.fixed() ? fmt::format("{:.9g}", r.lo) : fmt::format("[{:.9g}, {:.9g}]", r.lo, r.hi);
 }
 
+// Both declarations of one field: the intersection, or whichever is declared. Throws
+// naming the field when the intersection is empty.
+std::optional<ValueRange> intersect(std::string_view field, const std::optional<ValueRange>& a,
+                                    const std::optional<ValueRange>& b) {
+  if (!a || !b) return a ? a : b;
+  const ValueRange both{std::max(a->lo, b->lo), std::min(a->hi, b->hi)};
+  if (both.lo > both.hi)
+    bad(field, fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
+  return both;
+}
+
 bool takes_decay(Kind kind) { return kind != Kind::sgd; }
 
 // The case's bias group is the declared one: each value declared and taken by the case's
@@ -143,36 +154,15 @@ DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& aske
       bad("optimizers", "the recipe asked for shares no optimizer with the declared one");
   }
   out.even_batches = declared.even_batches || asked.even_batches;
-  for (std::size_t i = 0; i < out.ranges.size(); ++i) {
-    const auto &a = declared.ranges[i], &b = asked.ranges[i];
-    if (!a || !b) {
-      out.ranges[i] = a ? a : b;
-      continue;
-    }
-    const ValueRange both{std::max(a->lo, b->lo), std::min(a->hi, b->hi)};
-    if (both.lo > both.hi)
-      bad(hyperparameters[i].name,
-          fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
-    out.ranges[i] = both;
-  }
+  for (std::size_t i = 0; i < out.ranges.size(); ++i)
+    out.ranges[i] = intersect(hyperparameters[i].name, declared.ranges[i], asked.ranges[i]);
   if (!declared.bias_group || !asked.bias_group) {
     out.bias_group = declared.bias_group ? declared.bias_group : asked.bias_group;
   } else {
-    DeclaredGroup g;
-    for (auto [field, member] :
-         {std::pair{"bias_group.lr", &DeclaredGroup::lr},
-          std::pair{"bias_group.weight_decay", &DeclaredGroup::weight_decay}}) {
-      const auto &a = (*declared.bias_group).*member, &b = (*asked.bias_group).*member;
-      if (!a || !b) {
-        g.*member = a ? a : b;
-        continue;
-      }
-      const ValueRange both{std::max(a->lo, b->lo), std::min(a->hi, b->hi)};
-      if (both.lo > both.hi)
-        bad(field, fmt::format("{} lies outside the declared {}", show(*b), show(*a)));
-      g.*member = both;
-    }
-    out.bias_group = g;
+    const DeclaredGroup &a = *declared.bias_group, &b = *asked.bias_group;
+    out.bias_group = DeclaredGroup{
+        .lr = intersect("bias_group.lr", a.lr, b.lr),
+        .weight_decay = intersect("bias_group.weight_decay", a.weight_decay, b.weight_decay)};
   }
   return out;
 }

@@ -210,8 +210,7 @@ Expectation expect_grouped(const Case& c, const ErrorModel& model,
   c.validate();
   Expectation out = expect_with(kernel_group_case(c), model, evaluate);
   Expectation bias = expect_with(bias_group_case(c), model, evaluate);
-  for (const OutputInfo& info : output_table)
-    if (info.extent == Extent::bias) out[info.output] = std::move(bias[info.output]);
+  take_bias_outputs<std::vector<Expected>>(out, std::move(bias));
   out.bias_from_grad = std::move(bias.bias_from_grad);
   return out;
 }

@@ -257,8 +257,7 @@ reference::StepResult grouped_step(const reference::Case& c, const Recipe& recip
   if (!c.bias_group) return float32_step(c, recipe);
   reference::StepResult r = float32_step(reference::kernel_group_case(c), recipe);
   reference::StepResult bias = float32_step(reference::bias_group_case(c), recipe);
-  for (const reference::OutputInfo& info : reference::output_table)
-    if (info.extent == reference::Extent::bias) r[info.output] = std::move(bias[info.output]);
+  reference::take_bias_outputs(r, std::move(bias));
   return r;
 }
 

@@ -27,8 +27,7 @@ ExactOutputs exact_outputs(const reference::Case& c) {
   if (!c.bias_group) return exact_group_outputs(c);
   ExactOutputs out = exact_group_outputs(reference::kernel_group_case(c));
   ExactOutputs bias = exact_group_outputs(reference::bias_group_case(c));
-  for (const reference::OutputInfo& info : reference::output_table)
-    if (info.extent == reference::Extent::bias) out[info.output] = std::move(bias[info.output]);
+  reference::take_bias_outputs(out, std::move(bias));
   return out;
 }
 

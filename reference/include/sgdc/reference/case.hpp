@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sgdc/reference/outputs.hpp"
@@ -130,6 +131,14 @@ Case bias_group_case(Case c);
 
 /// `c` without its bias group: the case every output but the bias's is computed from.
 Case kernel_group_case(Case c);
+
+/// Every output of the bias's extent moved from `bias` (the outputs of
+/// bias_group_case(c)) into `out` (those of kernel_group_case(c)): the outputs of `c`.
+template <class T>
+void take_bias_outputs(PerOutput<T>& out, PerOutput<T>&& bias) {
+  for (const OutputInfo& info : output_table)
+    if (info.extent == Extent::bias) out[info.output] = std::move(bias[info.output]);
+}
 
 /// True when some input (lr included) is NaN or infinite.
 bool has_nonfinite_input(const Case& c);
