@@ -2,6 +2,8 @@
 
 #include <mpfr.h>
 
+#include "mpfr_thread_cache.hpp"
+
 namespace sgdc::reference {
 
 namespace {
@@ -26,7 +28,10 @@ class ExponentRange {
 
 class Mpfr {
  public:
-  explicit Mpfr(mpfr_prec_t precision) { mpfr_init2(value, precision); }
+  explicit Mpfr(mpfr_prec_t precision) {
+    detail::free_mpfr_caches_at_thread_exit();
+    mpfr_init2(value, precision);
+  }
   ~Mpfr() { mpfr_clear(value); }
   Mpfr(const Mpfr&) = delete;
   Mpfr& operator=(const Mpfr&) = delete;
