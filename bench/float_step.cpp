@@ -1,6 +1,7 @@
 #include "float_step.hpp"
 
 #include <Eigen/Core>
+#include <cmath>
 #include <vector>
 
 namespace sgdc::bench {
@@ -20,6 +21,40 @@ std::vector<float> to_floats(const M& m) {
   Eigen::Map<Matrix<float>>(out.data(), m.rows(), m.cols()) = m.template cast<float>();
   return out;
 }
+// Adam's update elementwise (torch.optim.Adam / AdamW's arithmetic in Scalar): the
+// parameters p' and the moments m', v' from the gradient g and the moments before.
+template <class Scalar>
+struct AdamOut {
+  Matrix<Scalar> p, m, v;
+};
+
+template <class Scalar>
+AdamOut<Scalar> adam_update(const Case& c, const Matrix<Scalar>& p, const Matrix<Scalar>& g,
+                            const std::vector<float>& m, const std::vector<float>& v) {
+  const reference::Optimizer& o = c.optimizer;
+  const auto rows = p.rows(), cols = p.cols();
+  const Matrix<Scalar> m0 =
+      m.empty() ? Matrix<Scalar>::Zero(rows, cols)
+                : to_matrix<Scalar>(m, static_cast<int>(rows), static_cast<int>(cols));
+  const Matrix<Scalar> v0 =
+      v.empty() ? Matrix<Scalar>::Zero(rows, cols)
+                : to_matrix<Scalar>(v, static_cast<int>(rows), static_cast<int>(cols));
+  const Scalar b1 = o.b1, b2 = o.b2, wd = o.weight_decay, lr = c.lr;
+  const bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
+  const Scalar t = static_cast<Scalar>(c.step + 1);
+  const Scalar bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
+  const auto ge =
+      decoupled ? (g.array() + 0 * p.array()).eval() : (g.array() + wd * p.array()).eval();
+  AdamOut<Scalar> out;
+  out.m = (b1 * m0.array() + (1 - b1) * ge).matrix();
+  out.v = (b2 * v0.array() + (1 - b2) * ge.square()).matrix();
+  auto direction =
+      ((out.m.array() / bc1) / ((out.v.array() / bc2 + Scalar(o.eps_root)).sqrt() + Scalar(o.eps)))
+          .eval();
+  if (decoupled) direction += wd * p.array();
+  out.p = (p.array() - lr * direction).matrix();
+  return out;
+}
 }  // namespace
 
 template <class Scalar>
@@ -37,8 +72,19 @@ StepResult float_step(const Case& c) {
   const Scalar lr = c.lr;
   StepResult s;
   s.loss = {static_cast<float>(r.squaredNorm() / count)};
-  s.kernel = to_floats(w - gw * lr);
-  s.bias = to_floats(b - gb * lr);
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) {
+    const AdamOut<Scalar> kernel = adam_update(c, w, gw, c.momentum_kernel, c.second_moment_kernel);
+    const AdamOut<Scalar> bias = adam_update(c, b, gb, c.momentum_bias, c.second_moment_bias);
+    s.kernel = to_floats(kernel.p);
+    s.momentum_kernel = to_floats(kernel.m);
+    s.second_moment_kernel = to_floats(kernel.v);
+    s.bias = to_floats(bias.p);
+    s.momentum_bias = to_floats(bias.m);
+    s.second_moment_bias = to_floats(bias.v);
+  } else {
+    s.kernel = to_floats(w - gw * lr);
+    s.bias = to_floats(b - gb * lr);
+  }
   s.grad_kernel = to_floats(gw);
   s.grad_bias = to_floats(gb);
   return s;

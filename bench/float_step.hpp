@@ -10,7 +10,9 @@ namespace sgdc::bench {
 using reference::Case;
 using reference::StepResult;
 
-/// The step evaluated in `Scalar` (float or double), outputs rounded to float32.
+/// The step evaluated in `Scalar` (float or double), outputs rounded to float32: plain
+/// SGD, or Adam's update elementwise for an Adam case (the float32 step of the same
+/// optimizer, the yardstick of the oracle's Adam).
 template <class Scalar>
 StepResult float_step(const Case& c);
 

@@ -1,4 +1,5 @@
-// Peak memory of one expect() at a given shape: `oracle_memory N D K`. Prints the
+// Peak memory of one expect() at a given shape: `oracle_memory N D K [adam]` (adam: the
+// AdamW case of random_case.hpp, moments carried, instead of plain SGD). Prints the
 // process's peak resident set (getrusage) before and after the call, the peak's growth
 // during the call, and that growth per kernel element (D K), the oracle's largest
 // arrays being the kernel-shaped ones. Run once per shape, in a fresh process: the
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 
 #include "random_case.hpp"
 #include "sgdc/reference/oracle.hpp"
@@ -22,14 +24,17 @@ double peak_rss() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: oracle_memory N D K\n");
+  const bool adam = argc == 5 && std::string_view(argv[4]) == "adam";
+  if (argc != 4 && !adam) {
+    std::fprintf(stderr, "usage: oracle_memory N D K [adam]\n");
     return 2;
   }
   const int n = std::atoi(argv[1]), d = std::atoi(argv[2]), k = std::atoi(argv[3]);
-  const sgdc::reference::Case c = sgdc::bench::random_case(n, d, k);
-  const double inputs = 4.0 * (static_cast<double>(d) * k + k + static_cast<double>(n) * d +
-                               static_cast<double>(n) * k);
+  const sgdc::reference::Case c =
+      adam ? sgdc::bench::random_adam_case(n, d, k) : sgdc::bench::random_case(n, d, k);
+  // The moments are inputs too: two more kernels and biases.
+  const double inputs = 4.0 * ((adam ? 3.0 : 1.0) * (static_cast<double>(d) * k + k) +
+                               static_cast<double>(n) * d + static_cast<double>(n) * k);
   const double kernel_elements = static_cast<double>(d) * k;
   const double before = peak_rss();
   const auto start = std::chrono::steady_clock::now();
@@ -38,10 +43,10 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double after = peak_rss();
   std::printf(
-      "shape %dx%dx%d: inputs %.1f MiB; peak RSS %.1f MiB before expect(), %.1f MiB after; "
+      "%s shape %dx%dx%d: inputs %.1f MiB; peak RSS %.1f MiB before expect(), %.1f MiB after; "
       "growth %.1f MiB = %.1f bytes per kernel element; expect() %.2f s wall (%zu kernel "
       "values)\n",
-      n, d, k, inputs / 0x1p20, before / 0x1p20, after / 0x1p20, (after - before) / 0x1p20,
-      (after - before) / kernel_elements, seconds, e.kernel.size());
+      adam ? "AdamW" : "SGD", n, d, k, inputs / 0x1p20, before / 0x1p20, after / 0x1p20,
+      (after - before) / 0x1p20, (after - before) / kernel_elements, seconds, e.kernel.size());
   return 0;
 }

@@ -30,4 +30,26 @@ inline Case random_case(int n, int d, int k, unsigned seed = 1) {
   return c;
 }
 
+/// random_case's inputs in an AdamW step (b1 0.9, b2 0.999, eps 1e-8, decoupled decay
+/// 0.01) at step 10 with carried moments: the parameters through the square root,
+/// enclosed (docs/error-model.md, sections 14 and 15).
+inline Case random_adam_case(int n, int d, int k) {
+  Case c = random_case(n, d, k);
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.9f;
+  c.optimizer.b2 = 0.999f;
+  c.optimizer.eps = 1e-8f;
+  c.optimizer.weight_decay = 0.01f;
+  c.optimizer.decay = reference::Optimizer::Decay::decoupled;
+  c.step = 10;
+  const Case first = random_case(n, d, k, 2), second = random_case(n, d, k, 3);
+  c.momentum_kernel = first.kernel;
+  c.momentum_bias = first.bias;
+  c.second_moment_kernel = second.kernel;
+  c.second_moment_bias = second.bias;
+  for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias})
+    for (float& f : *v) f *= f;  // squares: >= 0
+  return c;
+}
+
 }  // namespace sgdc::bench

@@ -10,14 +10,21 @@
 #include <utility>
 #include <vector>
 
+#include "certify_rounding.hpp"
+#include "mpfr_thread_cache.hpp"
+
 namespace sgdc::reference {
 
 namespace {
 // An MPFR number that frees itself.
 class Big {
  public:
-  explicit Big(long precision) { mpfr_init2(v_, precision); }
+  explicit Big(long precision) {
+    detail::free_mpfr_caches_at_thread_exit();
+    mpfr_init2(v_, precision);
+  }
   Big(const Big& other) {
+    detail::free_mpfr_caches_at_thread_exit();
     mpfr_init2(v_, mpfr_get_prec(other.v_));
     mpfr_set(v_, other.v_, MPFR_RNDN);  // same precision: exact
   }
@@ -197,6 +204,25 @@ std::optional<Rational> rational_root(const Rational& q) {
 constexpr std::int64_t exact_power_limit = 4096;
 }  // namespace
 
+// The double-word value nearest the middle of a (at most 128 bits wide), with a bound
+// that covers all of a: |hi + lo - x| <= err for every x in a.
+double_word::Approx to_double_word(const Interval& a) {
+  const long precision = 2 * precision_of(a);
+  Big middle(precision), rest(precision), above(precision), below(precision);
+  mpfr_add(middle.get(), a.lo.get(), a.hi.get(), MPFR_RNDN);
+  mpfr_div_2ui(middle.get(), middle.get(), 1, MPFR_RNDN);
+  const double hi = mpfr_get_d(middle.get(), MPFR_RNDN);
+  mpfr_sub_d(rest.get(), middle.get(), hi, MPFR_RNDN);
+  const double_word::Pair sum = double_word::two_sum(hi, mpfr_get_d(rest.get(), MPFR_RNDN));
+  // Upper bounds, each rounding directed: a.hi - sum.hi - sum.lo and sum.hi + sum.lo - a.lo.
+  mpfr_sub_d(above.get(), a.hi.get(), sum.hi, MPFR_RNDU);
+  mpfr_sub_d(above.get(), above.get(), sum.lo, MPFR_RNDU);
+  mpfr_d_sub(below.get(), sum.hi, a.lo.get(), MPFR_RNDU);
+  mpfr_add_d(below.get(), below.get(), sum.lo, MPFR_RNDU);
+  if (mpfr_less_p(above.get(), below.get())) mpfr_swap(above.get(), below.get());
+  return {sum.hi, sum.lo, mpfr_get_d(above.get(), MPFR_RNDU)};
+}
+
 struct AdamUpdate::Intervals {
   std::vector<Interval> bc1, bc2;
 };
@@ -211,6 +237,8 @@ AdamUpdate::AdamUpdate(const Case& c)
   // parameter() call first climbs to them.
   bc_->bc1.push_back(bias_correction(o_.b1, t_, ladder[0]));
   bc_->bc2.push_back(bias_correction(o_.b2, t_, ladder[0]));
+  bc1_ = to_double_word(bc_->bc1[0]);
+  bc2_ = to_double_word(bc_->bc2[0]);
 }
 
 AdamUpdate::~AdamUpdate() { delete bc_; }
@@ -324,12 +352,117 @@ ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_n
                            ")");
 }
 
-AdamUpdate::Certified AdamUpdate::certify(float p, float m, float v, double g_hi, double g_lo,
-                                          double err) const {
+AdamUpdate::Certified AdamUpdate::certify(float p, float m, float v,
+                                          const double_word::Approx& g) const {
+  if (const std::optional<Certified> fast = certify_double_word(p, m, v, g)) return *fast;
+  return certify_mpfr(p, m, v, g);
+}
+
+namespace {
+// Section 15's range: every value of the chain zero or of magnitude in [2^-350, 2^350],
+// so that its low part and bound stay far above double's underflow (the products of
+// two bounds included) and below its overflow.
+bool in_range(const double_word::Approx& a) {
+  if (!std::isfinite(a.hi) || !std::isfinite(a.lo) || !std::isfinite(a.err)) return false;
+  const double magnitude = std::abs(a.hi);
+  return (magnitude == 0.0 && a.lo == 0.0) || (magnitude >= 0x1p-350 && magnitude <= 0x1p350);
+}
+
+// Both roundings of a's value, when its enclosure decides them.
+std::optional<RoundedValue> rounded(const double_word::Approx& a) {
+  const std::optional<float> f = certified_float32(a);
+  const std::optional<double> d = certified_double(a);
+  if (!f || !d) return std::nullopt;
+  return RoundedValue{*f, *d};
+}
+}  // namespace
+
+// (A) in double words, docs/error-model.md section 15: ge = g + wd p (coupled; wd p
+// exact), m' = b1 m + (1 - b1) ge and v' = b2 v + (1 - b2) ge^2 (b m exact; 1 - b a
+// TwoSum pair), then p' = p - lr (m' / bc1) / (sqrt(v' / bc2 + eps_root) + eps)
+// (- lr wd p, decoupled) by the quotients and square root of double_word.hpp.
+std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
+    float p, float m, float v, const double_word::Approx& g) const {
+  using double_word::Accumulator;
+  using double_word::Approx;
+  using double_word::Tracking;
+  const double param = p, wd = o_.weight_decay;
+  const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
+  // Low parts here are any doubles (quotients' and roots' among them), so a product of
+  // two may underflow: each result's bound takes double_word::underflow_slack.
+  auto settled = [](const Accumulator<Tracking::a_priori>& a) {
+    Approx r = a.result();
+    r.err += double_word::underflow_slack;
+    return r;
+  };
+  Approx ge = g;
+  if (!decoupled && wd != 0.0) {
+    Accumulator<Tracking::a_priori> a;
+    a.add(g);
+    a.add_exact(wd * param);
+    ge = settled(a);
+  }
+  // b x + (1 - b) y, for the state x and the new term y.
+  auto moment = [&settled](float b, float x, const Approx& y) {
+    const double_word::Pair keep = double_word::two_sum(1.0, -static_cast<double>(b));
+    Accumulator<Tracking::a_priori> a;
+    a.add_exact(static_cast<double>(b) * static_cast<double>(x));
+    double_word::add_scaled(a, keep.hi, y);
+    if (keep.lo != 0.0) double_word::add_scaled(a, keep.lo, y);
+    return settled(a);
+  };
+  Accumulator<Tracking::a_priori> squares;
+  squares.add_square(ge);
+  const Approx ge2 = settled(squares);
+  const Approx m_new = moment(o_.b1, m, ge), v_new = moment(o_.b2, v, ge2);
+  for (const Approx& a : {g, ge, ge2, m_new, v_new})
+    if (!in_range(a)) return std::nullopt;
+  Certified out;
+  out.m = rounded(m_new);
+  out.v = rounded(v_new);
+  if (!out.m || !out.v) return std::nullopt;
+  if (lr_ == 0.0f) {
+    // p' = p, or p - 0 (wd p): p itself, an exact zero as +0 (as the exact path rounds it).
+    out.param = round_both(Rational(param));
+    return out;
+  }
+  const std::optional<Approx> mh = double_word::quotient(m_new, bc1_);
+  const std::optional<Approx> vh = double_word::quotient(v_new, bc2_);
+  if (!mh || !vh) return std::nullopt;
+  Accumulator<Tracking::a_priori> radicand;
+  radicand.add(*vh);
+  radicand.add_exact(o_.eps_root);
+  const std::optional<Approx> root = double_word::square_root(settled(radicand));
+  if (!root) return std::nullopt;
+  Accumulator<Tracking::a_priori> denominator;
+  denominator.add(*root);
+  denominator.add_exact(o_.eps);
+  const std::optional<Approx> quotient = double_word::quotient(*mh, settled(denominator));
+  if (!quotient) return std::nullopt;
+  Approx direction = *quotient;
+  if (decoupled && wd != 0.0) {
+    Accumulator<Tracking::a_priori> a;
+    a.add(direction);
+    a.add_exact(wd * param);
+    direction = settled(a);
+  }
+  Accumulator<Tracking::a_priori> updated;
+  updated.add_exact(param);
+  double_word::add_scaled(updated, -static_cast<double>(lr_), direction);
+  const Approx p_new = settled(updated);
+  for (const Approx& a : {*mh, *vh, *root, direction, p_new})
+    if (!in_range(a)) return std::nullopt;
+  out.param = rounded(p_new);
+  if (!out.param) return std::nullopt;
+  return out;
+}
+
+AdamUpdate::Certified AdamUpdate::certify_mpfr(float p, float m, float v,
+                                               const double_word::Approx& gradient) const {
   const long precision = ladder[0];
-  Interval g = add(point(g_hi, precision), point(g_lo, precision));
-  mpfr_sub_d(g.lo.get(), g.lo.get(), err, MPFR_RNDD);
-  mpfr_add_d(g.hi.get(), g.hi.get(), err, MPFR_RNDU);
+  Interval g = add(point(gradient.hi, precision), point(gradient.lo, precision));
+  mpfr_sub_d(g.lo.get(), g.lo.get(), gradient.err, MPFR_RNDD);
+  mpfr_add_d(g.hi.get(), g.hi.get(), gradient.err, MPFR_RNDU);
   const Interval param = point(p, precision);
   if (o_.decay == Optimizer::Decay::coupled && o_.weight_decay != 0.0f)
     g = add(g, mul(point(o_.weight_decay, precision), param));
@@ -338,6 +471,7 @@ AdamUpdate::Certified AdamUpdate::certify(float p, float m, float v, double g_hi
   const Interval m_new = add(mul(b1, point(m, precision)), mul(sub(one, b1), g));
   const Interval v_new = add(mul(b2, point(v, precision)), mul(sub(one, b2), square(g)));
   Certified out;
+  out.by_mpfr = true;
   out.m = decide(m_new);
   out.v = decide(v_new);
   if (lr_ == 0.0f) {

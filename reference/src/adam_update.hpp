@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "double_word.hpp"
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/exact_value.hpp"
 #include "sgdc/reference/rounded_step.hpp"
@@ -38,13 +39,20 @@ class AdamUpdate {
   /// enclosure give the same digits.
   ExactValue exact(float p, const Rational& m_new, const Rational& v_new, int digits) const;
 
-  /// The new parameter and moments from the gradient enclosed in [g - err, g + err],
-  /// g = g_hi + g_lo, each correctly rounded where the enclosure decides it, nullopt
-  /// where it does not.
+  /// The new parameter and moments from the gradient g enclosed as a double-word value,
+  /// each correctly rounded where the enclosure decides it, nullopt where it does not.
+  /// First in double-word arithmetic (double_word.hpp: quotients and square roots with
+  /// certified errors), and where that does not decide all three, in MPFR intervals.
   struct Certified {
     std::optional<RoundedValue> param, m, v;
+    bool by_mpfr = false;  ///< the MPFR intervals decided (the double words did not)
   };
-  Certified certify(float p, float m, float v, double g_hi, double g_lo, double err) const;
+  Certified certify(float p, float m, float v, const double_word::Approx& g) const;
+  /// certify()'s two paths alone: the double words (nullopt unless they decide all
+  /// three values) and the MPFR intervals.
+  std::optional<Certified> certify_double_word(float p, float m, float v,
+                                               const double_word::Approx& g) const;
+  Certified certify_mpfr(float p, float m, float v, const double_word::Approx& g) const;
 
  private:
   struct Intervals;
@@ -53,6 +61,8 @@ class AdamUpdate {
   float lr_;
   std::int64_t t_;  // the bias correction's exponent, step + 1 (saturated at int64's end)
   Intervals* bc_;   // per rung reached so far: 1 - b1^t and 1 - b2^t
+  // The same as double-word values, from the first rung's enclosures.
+  double_word::Approx bc1_, bc2_;
 };
 
 }  // namespace sgdc::reference

@@ -16,13 +16,14 @@
 namespace sgdc::reference {
 
 namespace {
+using double_word::add_scaled;
 using double_word::Approx;
 using double_word::Pair;
 using double_word::Tracking;
 using parallel::tile_columns;
 
 std::atomic<std::uint64_t> total_cases{0}, total_refined_cases{0}, total_exact_cases{0},
-    total_elements{0}, total_fallbacks{0};
+    total_elements{0}, total_fallbacks{0}, total_adam_elements{0}, total_adam_by_mpfr{0};
 
 // Section 11's counts (gamma of at most 2^22 terms, integer scale below 2^27) hold
 // within these sizes; larger cases go to the exact path whole.
@@ -35,6 +36,9 @@ bool within_analysed_sizes(const Case& c) {
 // residuals. Those values are left zero until fill_from_exact replaces them.
 struct Missing : PerOutput<std::vector<std::size_t>> {
   std::vector<std::size_t> residual;
+  // Adam's elements certified (AdamUpdate::certify calls), and of those the ones its
+  // double words did not decide.
+  std::uint64_t adam_elements = 0, adam_by_mpfr = 0;
   std::size_t count() const {
     std::size_t total = residual.size();
     for (Output o : all_outputs) total += (*this)[o].size();
@@ -197,16 +201,6 @@ void exact_gradient_sums(const Case& c, const std::vector<Pair>& halves,
   for (int j = 0; j < m; ++j) sums[j] = acc[j].result();
 }
 
-// x a for any double x: x split into two halves of at most 26 bits, each times a by
-// Accumulator::add_product (exact products of the halves of a.hi, a.lo rounded or split).
-template <Tracking T>
-void add_scaled(double_word::Accumulator<T>& acc, double x, const Approx& a) {
-  const Pair xs = double_word::split(x);
-  const Pair hi = double_word::split(a.hi);
-  acc.add_product(xs.hi, hi, a);
-  if (xs.lo != 0.0) acc.add_product(xs.lo, hi, a);
-}
-
 // One parameter's update by a stateful optimizer and its new state.
 struct OptimizerUpdate {
   Approx param, buffer;
@@ -288,8 +282,9 @@ void round_adam(const AdamUpdate& adam, float p, const std::vector<float>& m,
                 RoundedValue& m_out, RoundedValue& v_out, Missing& missing, Output param_output,
                 Output m_output, Output v_output) {
   const bool fresh = m.empty();
-  const AdamUpdate::Certified r =
-      adam.certify(p, fresh ? 0.0f : m[e], fresh ? 0.0f : v[e], g.hi, g.lo, g.err);
+  const AdamUpdate::Certified r = adam.certify(p, fresh ? 0.0f : m[e], fresh ? 0.0f : v[e], g);
+  ++missing.adam_elements;
+  if (r.by_mpfr) ++missing.adam_by_mpfr;
   put(r.param, param, missing[param_output], e);
   put(r.m, m_out, missing[m_output], e);
   put(r.v, v_out, missing[v_output], e);
@@ -409,6 +404,8 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
     for (Output o : {Output::kernel, Output::grad_kernel, Output::momentum_kernel,
                      Output::second_moment_kernel})
       missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
+    missing.adam_elements += m.adam_elements;
+    missing.adam_by_mpfr += m.adam_by_mpfr;
   }
 }
 
@@ -452,6 +449,8 @@ RoundedStep certified_step(const Case& c) {
       s.fallback_elements = missing.count();
       s.exact_evaluated = true;
     }
+    total_adam_elements.fetch_add(missing.adam_elements, std::memory_order_relaxed);
+    total_adam_by_mpfr.fetch_add(missing.adam_by_mpfr, std::memory_order_relaxed);
   }
   total_cases.fetch_add(1, std::memory_order_relaxed);
   total_elements.fetch_add(s.elements(), std::memory_order_relaxed);
@@ -462,8 +461,9 @@ RoundedStep certified_step(const Case& c) {
 }
 
 CertificationCounters certification_counters() {
-  return {total_cases.load(), total_refined_cases.load(), total_exact_cases.load(),
-          total_elements.load(), total_fallbacks.load()};
+  return {total_cases.load(),       total_refined_cases.load(), total_exact_cases.load(),
+          total_elements.load(),    total_fallbacks.load(),     total_adam_elements.load(),
+          total_adam_by_mpfr.load()};
 }
 
 }  // namespace sgdc::reference

@@ -9,6 +9,7 @@
 // transformations below rely on every operation being rounded as written.
 
 #include <cmath>
+#include <optional>
 
 namespace sgdc::double_word {
 
@@ -179,5 +180,76 @@ inline Approx divide(const Approx& a, double m) {
 
 /// 2 a, exactly.
 inline Approx twice(const Approx& a) { return {2.0 * a.hi, 2.0 * a.lo, 2.0 * a.err}; }
+
+/// Adds x a for any double x: x split into two halves of at most 26 bits, each times a
+/// by Accumulator::add_product (exact products of the halves of a.hi; a.lo rounded or
+/// split as T says).
+template <Tracking T>
+void add_scaled(Accumulator<T>& acc, double x, const Approx& a) {
+  const Pair xs = split(x);
+  const Pair hi = split(a.hi);
+  acc.add_product(xs.hi, hi, a);
+  if (xs.lo != 0.0) acc.add_product(xs.lo, hi, a);
+}
+
+// Quotients and square roots of enclosed values (docs/error-model.md, section 15). Unlike
+// the sums and products above, their low parts are any doubles, so a rounding inside may
+// underflow; each such rounding errs by at most 2^-1075 absolutely (Higham, section 2.1),
+// and this covers them all, with room to spare.
+inline constexpr double underflow_slack = 0x1p-900;
+
+/// A lower bound on every real in b's enclosure, when that is positive and the
+/// enclosure narrow (|b.lo| + b.err <= 2^-20 b.hi); 0 otherwise. Two roundings of
+/// relative error u at most, whose effect the factor 1 - 2^-50 > (1 - u)^3 outweighs.
+inline double positive_lower_bound(const Approx& b) {
+  if (!(b.hi > 0.0) || !(std::abs(b.lo) + b.err <= 0x1p-20 * b.hi)) return 0.0;
+  return (b.hi - std::abs(b.lo) - b.err) * (1.0 - 0x1p-50);
+}
+
+/// a / b for b enclosed in positive reals (positive_lower_bound(b) > 0; nullopt
+/// otherwise). With q0 = fl(a.hi / b.hi), R = A - q0 B is enclosed in r (every term of
+/// it exact or bounded), and A / B = q0 + R / B exactly; q1 = fl(r.hi / b.hi) differs from
+/// R / B by at most (|r.lo| + r.err) / Bmin + |r.hi| (|b.lo| + b.err) / (Bmin b.hi)
+/// + u |q1|, Bmin the lower bound on B. The result is TwoSum(q0, q1).
+inline std::optional<Approx> quotient(const Approx& a, const Approx& b) {
+  const double b_min = positive_lower_bound(b);
+  if (!(b_min > 0.0)) return std::nullopt;
+  const double q0 = a.hi / b.hi;
+  Accumulator<Tracking::a_priori> acc;
+  acc.add(a);
+  add_scaled(acc, -q0, b);
+  const Approx r = acc.result();
+  const double q1 = r.hi / b.hi;
+  const double err = (std::abs(r.lo) + r.err) / b_min +
+                     std::abs(r.hi) * (std::abs(b.lo) + b.err) / (b_min * b.hi) + u * std::abs(q1);
+  const Pair q = two_sum(q0, q1);
+  return Approx{q.hi, q.lo, err * bound_slack + underflow_slack};
+}
+
+/// The square root of x, enclosed in reals >= 0 by construction (x is an enclosure of a
+/// value known to be non-negative); nullopt when x.hi <= 0 unless x is exactly zero.
+/// With s0 = fl(sqrt(x.hi)), R = X - s0^2 is enclosed in r (Dekker's square, exact), and
+/// sqrt(X) = s0 + R / (sqrt(X) + s0) exactly; s1 = fl(r.hi / (2 s0)) differs from the
+/// last term by at most (|r.lo| + r.err) / s0 + |r.hi| (|r.hi| + |r.lo| + r.err) /
+/// (2 s0^3) + u |s1| (sqrt(X) + s0 >= s0, and |s0 - sqrt(X)| = |R| / (sqrt(X) + s0)).
+/// The result is TwoSum(s0, s1).
+inline std::optional<Approx> square_root(const Approx& x) {
+  if (x.hi == 0.0 && x.lo == 0.0 && x.err == 0.0) return Approx{};
+  if (!(x.hi > 0.0)) return std::nullopt;
+  const double s0 = std::sqrt(x.hi);
+  const Pair p = two_prod(s0, s0);
+  Accumulator<Tracking::a_priori> acc;
+  acc.add(x);
+  acc.add_exact(-p.hi);
+  acc.add_small(-p.lo);
+  const Approx r = acc.result();
+  const double s1 = r.hi / (2.0 * s0);
+  const double err =
+      (std::abs(r.lo) + r.err) / s0 +
+      std::abs(r.hi) * (std::abs(r.hi) + std::abs(r.lo) + r.err) / (2.0 * s0) / s0 / s0 +
+      u * std::abs(s1);
+  const Pair s = two_sum(s0, s1);
+  return Approx{s.hi, s.lo, err * bound_slack + underflow_slack};
+}
 
 }  // namespace sgdc::double_word

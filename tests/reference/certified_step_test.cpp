@@ -85,6 +85,12 @@ TEST(CertifiedStep, AgreesWithExactPathBitForBit) {
   const auto exact_cases = after.exact_cases - before.exact_cases;
   const auto elements = after.elements - before.elements;
   const auto fallbacks = after.fallback_elements - before.fallback_elements;
+  const auto adam = after.adam_elements - before.adam_elements;
+  const auto adam_by_mpfr = after.adam_by_mpfr - before.adam_by_mpfr;
+  std::cout << "Adam: " << adam_by_mpfr << " of " << adam
+            << " elements certified in MPFR intervals, the others in double words ("
+            << (adam > 0 ? 100.0 * adam_by_mpfr / adam : 0.0) << "%)\n";
+  RecordProperty("adam_by_mpfr", std::to_string(adam_by_mpfr));
   std::cout << "certified path: " << cases << " evaluations, " << refined
             << " needed the tighter evaluation (" << 100.0 * refined / cases << "%), "
             << exact_cases << " needed the exact step (" << 100.0 * exact_cases / cases << "%); "

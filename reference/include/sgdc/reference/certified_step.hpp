@@ -27,6 +27,11 @@ struct CertificationCounters {
   std::uint64_t exact_cases = 0;        ///< calls that evaluated the exact step
   std::uint64_t elements = 0;           ///< values rounded (residuals included)
   std::uint64_t fallback_elements = 0;  ///< of which taken from the exact step
+  /// Adam's parameter and moments, element by element (one count per parameter element
+  /// and pass): certified in double words, else in MPFR intervals (docs/error-model.md,
+  /// section 15); `adam_by_mpfr` counts the latter.
+  std::uint64_t adam_elements = 0;
+  std::uint64_t adam_by_mpfr = 0;
 };
 
 /// The tallies so far (thread-safe).
