@@ -55,6 +55,26 @@ AdamOut<Scalar> adam_update(const Case& c, const Matrix<Scalar>& p, const Matrix
   out.p = (p.array() - lr * direction).matrix();
   return out;
 }
+// SGD with momentum (heavy ball, dampening 0, no decay; torch.optim.SGD's arithmetic in
+// Scalar): the parameters p' and the buffer from the gradient and the buffer before.
+template <class Scalar>
+struct MomentumOut {
+  Matrix<Scalar> p, buffer;
+};
+
+template <class Scalar>
+MomentumOut<Scalar> momentum_update(const Case& c, const Matrix<Scalar>& p, const Matrix<Scalar>& g,
+                                    const std::vector<float>& buffer) {
+  const Scalar mu = c.optimizer.momentum, lr = c.lr;
+  MomentumOut<Scalar> out;
+  out.buffer = buffer.empty() ? g
+                              : (mu * to_matrix<Scalar>(buffer, static_cast<int>(p.rows()),
+                                                        static_cast<int>(p.cols())) +
+                                 g)
+                                    .eval();
+  out.p = p - lr * out.buffer;
+  return out;
+}
 }  // namespace
 
 template <class Scalar>
@@ -81,6 +101,13 @@ StepResult float_step(const Case& c) {
     s.bias = to_floats(bias.p);
     s.momentum_bias = to_floats(bias.m);
     s.second_moment_bias = to_floats(bias.v);
+  } else if (c.optimizer.kind == reference::Optimizer::Kind::momentum) {
+    const MomentumOut<Scalar> kernel = momentum_update(c, w, gw, c.momentum_kernel);
+    const MomentumOut<Scalar> bias = momentum_update(c, b, gb, c.momentum_bias);
+    s.kernel = to_floats(kernel.p);
+    s.momentum_kernel = to_floats(kernel.buffer);
+    s.bias = to_floats(bias.p);
+    s.momentum_bias = to_floats(bias.buffer);
   } else {
     s.kernel = to_floats(w - gw * lr);
     s.bias = to_floats(b - gb * lr);

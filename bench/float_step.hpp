@@ -11,8 +11,9 @@ using reference::Case;
 using reference::StepResult;
 
 /// The step evaluated in `Scalar` (float or double), outputs rounded to float32: plain
-/// SGD, or Adam's update elementwise for an Adam case (the float32 step of the same
-/// optimizer, the yardstick of the oracle's Adam).
+/// SGD, heavy-ball momentum (dampening 0, no decay) for a momentum case, or Adam's update
+/// elementwise for an Adam case (the float32 step of the same optimizer, the yardstick of
+/// the oracle's).
 template <class Scalar>
 StepResult float_step(const Case& c);
 

@@ -2,8 +2,9 @@
 // yardsticks), the certified fast path, the 50-digit multiprecision step, the exact
 // rational step, and expect() (certified values plus the error bounds). At layer sizes
 // (N x D x K = 32 x 1024 x 1024 and 8 x 4096 x 4096) the yardsticks, the certified path
-// and expect() only (and both for an AdamW step at every size): the rational paths would take hours
-// there. The certified path and expect() take the oracle's thread count as a fourth argument
+// and expect() only: the rational paths would take hours there. A heavy-ball momentum step
+// and an AdamW step too, at every size, each beside the float32 step of the same optimizer.
+// The certified path and expect() take the oracle's thread count as a fourth argument
 // (set_oracle_threads; the Eigen steps use one thread).
 #include <benchmark/benchmark.h>
 
@@ -91,6 +92,29 @@ void BM_Expect(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(expect(c));
 }
 
+// The momentum case of random_case.hpp at the benchmark's shape.
+Case momentum_case(const benchmark::State& state) {
+  return random_momentum_case(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                              static_cast<int>(state.range(2)));
+}
+
+void BM_Float32MomentumStep(benchmark::State& state) {
+  const Case c = momentum_case(state);
+  for (auto _ : state) benchmark::DoNotOptimize(float_step<float>(c));
+}
+
+void BM_CertifiedMomentumStep(benchmark::State& state) {
+  const Case c = momentum_case(state);
+  const OracleThreads threads(state);
+  for (auto _ : state) benchmark::DoNotOptimize(certified_step(c));
+}
+
+void BM_ExpectMomentum(benchmark::State& state) {
+  const Case c = momentum_case(state);
+  const OracleThreads threads(state);
+  for (auto _ : state) benchmark::DoNotOptimize(expect(c));
+}
+
 // The AdamW case of random_case.hpp at the benchmark's shape.
 Case adam_case(const benchmark::State& state) {
   return random_adam_case(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
@@ -145,6 +169,9 @@ BENCHMARK(BM_Float32Step) SGDC_SHAPES;
 BENCHMARK(BM_Float64Step) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedStep) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Expect) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_Float32MomentumStep) SGDC_SHAPES;
+BENCHMARK(BM_CertifiedMomentumStep) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_ExpectMomentum) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Float32AdamStep) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedAdamStep) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_ExpectAdam) SGDC_SHAPES_THREADS;
@@ -173,6 +200,9 @@ BENCHMARK(BM_Float32Step) SGDC_LAYERS;
 BENCHMARK(BM_Float64Step) SGDC_LAYERS;
 BENCHMARK(BM_CertifiedStep) SGDC_LAYERS_THREADS;
 BENCHMARK(BM_Expect) SGDC_LAYERS_THREADS;
+BENCHMARK(BM_Float32MomentumStep) SGDC_LAYERS;
+BENCHMARK(BM_CertifiedMomentumStep) SGDC_LAYERS_THREADS;
+BENCHMARK(BM_ExpectMomentum) SGDC_LAYERS_THREADS;
 BENCHMARK(BM_Float32AdamStep) SGDC_LAYERS;
 BENCHMARK(BM_CertifiedAdamStep) SGDC_LAYERS_THREADS;
 BENCHMARK(BM_ExpectAdam) SGDC_LAYERS_THREADS;

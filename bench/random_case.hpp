@@ -30,6 +30,19 @@ inline Case random_case(int n, int d, int k, unsigned seed = 1) {
   return c;
 }
 
+/// random_case's inputs in a heavy-ball momentum step (momentum 0.9, no dampening or
+/// decay) with a carried buffer.
+inline Case random_momentum_case(int n, int d, int k) {
+  Case c = random_case(n, d, k);
+  c.optimizer.kind = reference::Optimizer::Kind::momentum;
+  c.optimizer.momentum = 0.9f;
+  c.step = 10;
+  const Case buffer = random_case(n, d, k, 2);
+  c.momentum_kernel = buffer.kernel;
+  c.momentum_bias = buffer.bias;
+  return c;
+}
+
 /// random_case's inputs in an AdamW step (b1 0.9, b2 0.999, eps 1e-8, decoupled decay
 /// 0.01) at step 10 with carried moments: the parameters through the square root,
 /// enclosed (docs/error-model.md, sections 14 and 15).
