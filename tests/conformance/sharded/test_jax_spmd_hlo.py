@@ -38,6 +38,12 @@ import numpy as np  # noqa: E402
 COLLECTIVE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(-start)?\(")
 
 
+def compiled_hlo(n: int, d: int, k: int, shards: int, mutant: str | None = None) -> str:
+    """The adapter's step for (n, d, k, shards) compiled, partitioned, as HLO text."""
+    with spmd.harness(spmd=True, **spmd.step_parts(mutant)) as h:
+        return str(h.hlo(n, d, k, shards))
+
+
 def collectives(hlo: str) -> set[str]:
     return {m.group(1) for m in COLLECTIVE.finditer(hlo)}
 
@@ -59,7 +65,7 @@ class Case:
 
 class HloCollectives(unittest.TestCase):
     def test_one_shard_has_no_collectives(self) -> None:
-        self.assertEqual(collectives(spmd.compiled_hlo(5, 3, 2, 1)), set())
+        self.assertEqual(collectives(compiled_hlo(5, 3, 2, 1)), set())
 
     def test_sharded_step_gathers_parameters_and_reduces_gradients(self) -> None:
         # Shapes that divide S and shapes that do not: N = 5 rows, the kernel's D = 8 rows
@@ -67,13 +73,13 @@ class HloCollectives(unittest.TestCase):
         # gathers the parts through an all-reduce of zero-padded blocks instead.)
         for shards in range(2, spmd.MAX_DEVICES + 1):
             with self.subTest(shards=shards):
-                found = collectives(spmd.compiled_hlo(5, 8, 2, shards))
+                found = collectives(compiled_hlo(5, 8, 2, shards))
                 self.assertIn("all-gather", found, "parameters are not gathered")
                 self.assertTrue(found & {"all-reduce", "reduce-scatter"},
                                 f"no reduction across shards: {found}")
 
     def test_replica_mutant_gathers_nothing(self) -> None:
-        found = collectives(spmd.compiled_hlo(5, 8, 2, 4, "full_replica"))
+        found = collectives(compiled_hlo(5, 8, 2, 4, "full_replica"))
         self.assertNotIn("all-gather", found)
 
 

@@ -45,7 +45,7 @@ hiding behind a fresh model per case.
 
 Speed: each (d, k) is traced once, abstractly; each (n, d, k, shards) is compiled once,
 one program for every optimizer structure (it runs each chain and selects the case's
-updates, `jax.lax.select_n`: bit for bit that chain's), ahead of the cases that need it,
+updates, `jax.lax.select_n`: that chain's own, never a blend), ahead of the cases that need it,
 on a thread pool, into JAX's persistent compilation cache
 (`sgdc_adapter.enable_jax_compilation_cache`, turned on by `serve_*`); per case the
 compiled step is dispatched with host arrays and nothing else.
