@@ -14,12 +14,13 @@ One program serves every optimizer structure: the optimizer is `structures(...)`
 holds each structure's own transformation (the user's chain under
 optax.inject_hyperparams) and, in its state, the index of the one that steps. Its update
 runs every chain and selects that one's updates (`jax.lax.select_n`: a selection, so each
-result is that chain's own, never a blend of chains), and keeps every other chain's state as it was. A
-program per structure compiled up to four per shape (48 in flax_nnx_step.py's default
-run, where one per shape compiles 12); the chains cost next to nothing to run beside
-each other at these sizes. The step returns only what is read back (the state of the
-structure that stepped, selected likewise): under SPMD each output is gathered from the
-devices, and fewer outputs make a smaller program, faster to compile.
+result is that chain's own, never a blend of chains), and keeps every other chain's
+state as it was. A program per structure compiled up to four per shape (48 in
+flax_nnx_step.py's default run, where one per shape compiles 12); the chains cost next
+to nothing to run beside each other at these sizes. The step returns only what is read
+back (the state of the structure that stepped, selected likewise): under SPMD each
+output is gathered from the devices, and fewer outputs make a smaller program, faster
+to compile.
 """
 
 from __future__ import annotations
@@ -161,9 +162,9 @@ def structures(chains: Mapping[str, Any]) -> Any:
     so that one compiled step serves every optimizer structure. Its update runs every
     chain and selects the updates of the one its state's `structure` indexes (in
     `chains`' order) with `jax.lax.select_n`, which selects and never mixes values: the
-    result is that chain's own. Each other chain's state is kept as it was,
-    so the state a chain carries across steps (a schedule's, the user's own) advances
-    only on the steps of its structure, as with one optimizer per structure."""
+    result is that chain's own. Each other chain's state is kept as it was, so the state
+    a chain carries across steps (a schedule's, the user's own) advances only on the
+    steps of its structure, as with one optimizer per structure."""
     names = list(chains)
 
     def init(params: Any) -> StructuresState:
