@@ -47,6 +47,7 @@ def devices() -> int:  # S, the size of the mesh the step is traced under
 
 
 def no_average(model: Any, optimizer: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    """Each device's mean loss, summed: a psum of the means where their mean is due."""
     rows = -(-x.shape[0] // devices())  # each device's rows, as XLA splits them
     parts = range(0, x.shape[0], rows)
     loss, grads = nnx.value_and_grad(
@@ -56,6 +57,7 @@ def no_average(model: Any, optimizer: Any, x: Any, y: Any) -> tuple[Any, Any]:
 
 
 def drop_remainder_rows(model: Any, optimizer: Any, x: Any, y: Any) -> tuple[Any, Any]:
+    """The batch cut to a multiple of S rows, as a sampler that drops the last would."""
     kept = x.shape[0] // devices() * devices()
     return mse_train_step(model, optimizer, x[:kept], y[:kept])
 
