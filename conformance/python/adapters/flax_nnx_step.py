@@ -13,8 +13,9 @@ Everything is the harness's default (`sgdc_adapter.jax`): a bare `nnx.Linear(d, 
 Nesterov and both weight decay conventions; scale_by_adam for Adam and AdamW, eps_root
 included; optax has no dampening), the mean squared error's value_and_grad then
 `optimizer.update`, jitted; NNX's uint32 counter, which wraps after 2**32 - 1, and XLA's
-flushed subnormals declared. Its compiled programs go to JAX's persistent cache: a
-default run compiles 48 programs the first time, none after.
+flushed subnormals declared. One program per shape serves every optimizer, and its
+compiled programs go to JAX's persistent cache: a default run compiles 12 programs the
+first time, none after.
 
 optax keeps its counters as int32 saturating at 2**31 - 1, and Adam's t is the
 incremented count, so from case.step = 2**31 - 1 on t is 2**31 - 1 rather than

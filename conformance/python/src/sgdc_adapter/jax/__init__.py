@@ -10,14 +10,20 @@
   or more than one). Default: a bare `nnx.Linear`.
 - `optimizer_fn(o)` returns your optax `GradientTransformation` for the case's optimizer
   `o`, a `CaseOptimizer`: `o.kind` ("sgd", "momentum", "adam") and `o.nesterov` are
-  Python values, the numbers (`o.learning_rate`, `o.momentum`, `o.b1`, `o.b2`, `o.eps`,
-  `o.eps_root`, `o.weight_decay`, and `o.coupled_weight_decay` /
-  `o.decoupled_weight_decay`) are arrays of optax.inject_hyperparams' state, so that one
-  compiled step serves every value. It must handle every kind the suite sends for what
-  is declared: plain SGD cases always come. Default: `optax_optimizer`, optax's own
-  chains, each bit for bit the library's step (optax.sgd; trace for momentum; adamw and
-  coupled Adam), declared with Nesterov, both weight decay conventions and eps_root.
-  With your own `optimizer_fn`, declare `momentum=` / `adam=` as it does.
+  Python values, the numbers (`o.learning_rate`, `o.momentum`, `o.dampening`, `o.b1`,
+  `o.b2`, `o.eps`, `o.eps_root`, `o.weight_decay`, `o.coupled_weight_decay` /
+  `o.decoupled_weight_decay`, and `o.fresh`, 1 where the case's state is fresh) are
+  arrays of optax.inject_hyperparams' state, so that one compiled step serves every
+  value. It is called once for each structure (plain SGD, heavy ball, Nesterov, Adam):
+  where it raises, that chain is left out and its cases are answered with a RejectCase
+  naming the error, the others served (a user who wrote AdamW alone declares
+  `recipe={"optimizers": ["adam"]}`, else the plain SGD cases that always come are
+  rejected). Default: `optax_optimizer`, optax's own chains, each bit for bit the
+  library's step (optax.sgd; trace for momentum; adamw and coupled Adam), declared with
+  Nesterov, both weight decay conventions and eps_root. optax has no dampening:
+  `dampened_trace(o.momentum, o.dampening, o.nesterov, o.fresh)` in trace's place is
+  torch's dampened buffer (declare `MomentumSupport(dampening=True)` with it). With your
+  own `optimizer_fn`, declare `momentum=` / `adam=` as it does.
 - `train_step(model, optimizer, x, y)` is your step; it returns `(loss, grads)`, the
   gradients as `nnx.value_and_grad` gives them (or the loss alone, served without
   "grads"). Default: `mse_train_step`, value_and_grad of the mean squared error, then
@@ -29,16 +35,20 @@
 For each case the kit loads the case's parameters, optimizer state (optax.trace's
 buffer, scale_by_adam's moments, every optax count) and NNX's counter into your model
 and optimizer, runs your step jitted, and reads them back. One model and optimizer per
-(d, k) and optimizer structure live for the whole run, as in a training loop: every
-leaf of their state that a case does not set (your own variables, a schedule's state)
-starts from its real initial value and then carries what the previous step left, so a
-step that leaks state from call to call (gradients accumulated across calls, a buffer
-never reset) shows as a wrong result instead of hiding behind a fresh model per case.
+(d, k) live for the whole run, as in a training loop; the optimizer, `structures(...)`,
+holds the chain of every structure and steps the case's. Every leaf of their state that
+a case does not set (your own variables, a schedule's state) starts from its real
+initial value and then carries what the previous step left (a chain's, on the steps of
+its own structure alone), so a step that leaks state from call to call (gradients
+accumulated across calls, a buffer never reset) shows as a wrong result instead of
+hiding behind a fresh model per case.
 
-Speed: each (d, k) is traced once, abstractly; each (n, d, k, shards, structure) is
-compiled once, ahead of the cases that need it, on a thread pool, into JAX's persistent
-compilation cache (`sgdc_adapter.enable_jax_compilation_cache`, turned on by `serve_*`);
-per case the compiled step is dispatched with host arrays and nothing else.
+Speed: each (d, k) is traced once, abstractly; each (n, d, k, shards) is compiled once,
+one program for every optimizer structure (it runs each chain and selects the case's
+updates, `jax.lax.select_n`: that chain's own, never a blend), ahead of the cases that need it,
+on a thread pool, into JAX's persistent compilation cache
+(`sgdc_adapter.enable_jax_compilation_cache`, turned on by `serve_*`); per case the
+compiled step is dispatched with host arrays and nothing else.
 
 SPMD: `serve_spmd(model_fn, optimizer_fn, train_step=None, *, mesh_fn=None, rules=None,
 batch=None, ...)` runs the same step sharded by XLA's partitioner: `mesh_fn(S)` returns
@@ -73,8 +83,9 @@ if TYPE_CHECKING:
     from ..suite import SuiteResult
     from ._harness import CaseOptimizer, Harness
 
-__all__ = ["CaseOptimizer", "check_nnx", "check_spmd", "cpu_devices", "default_model", "harness",
-           "mse_train_step", "optax_optimizer", "serve_nnx", "serve_spmd"]
+__all__ = ["CaseOptimizer", "check_nnx", "check_spmd", "cpu_devices", "dampened_trace",
+           "default_model", "harness", "mse_train_step", "optax_optimizer", "serve_nnx",
+           "serve_spmd", "structures"]
 
 MAX_BATCH = 32
 FRAMEWORKS = ("jax", "flax.nnx", "optax")
@@ -87,7 +98,8 @@ DEFAULT_OPTIMIZERS: dict[str, Any] = {
 
 def __getattr__(name: str) -> Any:
     """The harness's public names, imported (with JAX) on first use."""
-    if name in ("CaseOptimizer", "optax_optimizer", "mse_train_step", "default_model"):
+    if name in ("CaseOptimizer", "optax_optimizer", "mse_train_step", "default_model",
+                "dampened_trace", "structures"):
         from . import _harness
         return getattr(_harness, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -112,7 +124,8 @@ def harness(model_fn: Callable[..., Any] | None = None,
             batch: Any = None, spmd: bool = False,
             layout: bool = False) -> Harness:
     """The harness `serve_nnx` and `serve_spmd` serve (its `step_batch`), for a test
-    that drives it directly."""
+    that drives it directly: `programs` lists the (n, d, k, shards) it has compiled, and
+    `hlo(n, d, k, shards)` gives one's compiled (partitioned) HLO text."""
     require(*FRAMEWORKS)
     import jax
 
