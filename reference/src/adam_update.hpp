@@ -2,8 +2,9 @@
 // Adam's parameter update, correctly rounded although it is irrational: the exact value is
 // enclosed in MPFR intervals (every operation rounded outward), at growing precision
 // until one float32 and one double hold the whole enclosure (Ziv's strategy); an exact
-// tie is decided in rational arithmetic. docs/error-model.md, section 14. Internal to
-// sgdc::reference.
+// tie is decided in rational arithmetic. docs/error-model.md, section 14. The certified
+// path tries double-word enclosures first (section 15), far cheaper, and climbs to the
+// intervals only where those do not decide. Internal to sgdc::reference.
 
 #include <array>
 #include <cstdint>
