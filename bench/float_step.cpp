@@ -21,6 +21,13 @@ std::vector<float> to_floats(const M& m) {
   Eigen::Map<Matrix<float>>(out.data(), m.rows(), m.cols()) = m.template cast<float>();
   return out;
 }
+// Optimizer state shaped as the parameter p: zeros when fresh (empty).
+template <class Scalar>
+Matrix<Scalar> state_matrix(const std::vector<float>& state, const Matrix<Scalar>& p) {
+  if (state.empty()) return Matrix<Scalar>::Zero(p.rows(), p.cols());
+  return to_matrix<Scalar>(state, static_cast<int>(p.rows()), static_cast<int>(p.cols()));
+}
+
 // Adam's update elementwise (torch.optim.Adam / AdamW's arithmetic in Scalar): the
 // parameters p' and the moments m', v' from the gradient g and the moments before.
 template <class Scalar>
@@ -32,19 +39,13 @@ template <class Scalar>
 AdamOut<Scalar> adam_update(const Case& c, const Matrix<Scalar>& p, const Matrix<Scalar>& g,
                             const std::vector<float>& m, const std::vector<float>& v) {
   const reference::Optimizer& o = c.optimizer;
-  const auto rows = p.rows(), cols = p.cols();
-  const Matrix<Scalar> m0 =
-      m.empty() ? Matrix<Scalar>::Zero(rows, cols)
-                : to_matrix<Scalar>(m, static_cast<int>(rows), static_cast<int>(cols));
-  const Matrix<Scalar> v0 =
-      v.empty() ? Matrix<Scalar>::Zero(rows, cols)
-                : to_matrix<Scalar>(v, static_cast<int>(rows), static_cast<int>(cols));
+  const Matrix<Scalar> m0 = state_matrix<Scalar>(m, p), v0 = state_matrix<Scalar>(v, p);
   const Scalar b1 = o.b1, b2 = o.b2, wd = o.weight_decay, lr = c.lr;
   const bool decoupled = o.decay == reference::Optimizer::Decay::decoupled;
   const Scalar t = static_cast<Scalar>(c.step + 1);
   const Scalar bc1 = 1 - std::pow(b1, t), bc2 = 1 - std::pow(b2, t);
-  const auto ge =
-      decoupled ? (g.array() + 0 * p.array()).eval() : (g.array() + wd * p.array()).eval();
+  const Scalar coupled_wd = decoupled ? Scalar(0) : wd;
+  const auto ge = (g.array() + coupled_wd * p.array()).eval();
   AdamOut<Scalar> out;
   out.m = (b1 * m0.array() + (1 - b1) * ge).matrix();
   out.v = (b2 * v0.array() + (1 - b2) * ge.square()).matrix();
@@ -67,11 +68,7 @@ MomentumOut<Scalar> momentum_update(const Case& c, const Matrix<Scalar>& p, cons
                                     const std::vector<float>& buffer) {
   const Scalar mu = c.optimizer.momentum, lr = c.lr;
   MomentumOut<Scalar> out;
-  out.buffer = buffer.empty() ? g
-                              : (mu * to_matrix<Scalar>(buffer, static_cast<int>(p.rows()),
-                                                        static_cast<int>(p.cols())) +
-                                 g)
-                                    .eval();
+  out.buffer = buffer.empty() ? g : (mu * state_matrix<Scalar>(buffer, p) + g).eval();
   out.p = p - lr * out.buffer;
   return out;
 }

@@ -367,14 +367,6 @@ bool in_range(const double_word::Approx& a) {
   const double magnitude = std::abs(a.hi);
   return (magnitude == 0.0 && a.lo == 0.0) || (magnitude >= 0x1p-350 && magnitude <= 0x1p350);
 }
-
-// Both roundings of a's value, when its enclosure decides them.
-std::optional<RoundedValue> rounded(const double_word::Approx& a) {
-  const std::optional<float> f = certified_float32(a);
-  const std::optional<double> d = certified_double(a);
-  if (!f || !d) return std::nullopt;
-  return RoundedValue{*f, *d};
-}
 }  // namespace
 
 // (A) in double words, docs/error-model.md section 15: ge = g + wd p (coupled; wd p
@@ -395,13 +387,14 @@ std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
     r.err += double_word::underflow_slack;
     return r;
   };
-  Approx ge = g;
-  if (!decoupled && wd != 0.0) {
+  // x + wd p (wd p exact: two float32 values), where the decay enters.
+  auto plus_decay = [&](const Approx& x) {
     Accumulator<Tracking::a_priori> a;
-    a.add(g);
+    a.add(x);
     a.add_exact(wd * param);
-    ge = settled(a);
-  }
+    return settled(a);
+  };
+  const Approx ge = !decoupled && wd != 0.0 ? plus_decay(g) : g;
   // b x + (1 - b) y, for the state x and the new term y.
   auto moment = [&settled](float b, float x, const Approx& y) {
     const double_word::Pair keep = double_word::two_sum(1.0, -static_cast<double>(b));
@@ -418,8 +411,8 @@ std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
   for (const Approx& a : {g, ge, ge2, m_new, v_new})
     if (!in_range(a)) return std::nullopt;
   Certified out;
-  out.m = rounded(m_new);
-  out.v = rounded(v_new);
+  out.m = certified_roundings(m_new);
+  out.v = certified_roundings(v_new);
   if (!out.m || !out.v) return std::nullopt;
   if (lr_ == 0.0f) {
     // p' = p, or p - 0 (wd p): p itself, an exact zero as +0 (as the exact path rounds it).
@@ -439,20 +432,14 @@ std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
   denominator.add_exact(o_.eps);
   const std::optional<Approx> quotient = double_word::quotient(*mh, settled(denominator));
   if (!quotient) return std::nullopt;
-  Approx direction = *quotient;
-  if (decoupled && wd != 0.0) {
-    Accumulator<Tracking::a_priori> a;
-    a.add(direction);
-    a.add_exact(wd * param);
-    direction = settled(a);
-  }
+  const Approx direction = decoupled && wd != 0.0 ? plus_decay(*quotient) : *quotient;
   Accumulator<Tracking::a_priori> updated;
   updated.add_exact(param);
   double_word::add_scaled(updated, -static_cast<double>(lr_), direction);
   const Approx p_new = settled(updated);
   for (const Approx& a : {*mh, *vh, *root, direction, p_new})
     if (!in_range(a)) return std::nullopt;
-  out.param = rounded(p_new);
+  out.param = certified_roundings(p_new);
   if (!out.param) return std::nullopt;
   return out;
 }

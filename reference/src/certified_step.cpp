@@ -46,18 +46,21 @@ struct Missing : PerOutput<std::vector<std::size_t>> {
   }
 };
 
-// Rounds `a` into `to` when its enclosure certifies both roundings; else zeroes `to` and
-// lists `at` as missing.
-void round_value(const Approx& a, RoundedValue& to, std::vector<std::size_t>& missing,
-                 std::size_t at) {
-  const std::optional<float> f = certified_float32(a);
-  const std::optional<double> v = certified_double(a);
-  if (f && v) {
-    to = {*f, *v};
+// A value decided (`to` set), or listed as missing (`to` zeroed, `at` listed).
+void put(const std::optional<RoundedValue>& r, RoundedValue& to, std::vector<std::size_t>& missing,
+         std::size_t at) {
+  if (r) {
+    to = *r;
   } else {
     to = {};
     missing.push_back(at);
   }
+}
+
+// Rounds `a` into `to` when its enclosure certifies both roundings; else lists `at`.
+void round_value(const Approx& a, RoundedValue& to, std::vector<std::size_t>& missing,
+                 std::size_t at) {
+  put(certified_roundings(a), to, missing, at);
 }
 
 // (R) r_nk = b_k - y_nk + sum_d x_nd W_dk: every term is an exact double (a product of
@@ -263,17 +266,6 @@ class OptimizerStep {
   double lr_;
   Pair keep_;
 };
-
-// A value decided elsewhere (Adam's enclosures), or listed as missing.
-void put(const std::optional<RoundedValue>& r, RoundedValue& to, std::vector<std::size_t>& missing,
-         std::size_t at) {
-  if (r) {
-    to = *r;
-  } else {
-    to = {};
-    missing.push_back(at);
-  }
-}
 
 // (A) Adam, elementwise from the enclosed gradient: its moments and parameter enclosed in
 // MPFR intervals (adam_update.hpp), each rounded where its enclosure decides it.

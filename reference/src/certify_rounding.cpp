@@ -85,4 +85,11 @@ std::optional<double> certified_double(const double_word::Approx& a) {
   return a.hi;
 }
 
+std::optional<RoundedValue> certified_roundings(const double_word::Approx& a) {
+  const std::optional<float> f = certified_float32(a);
+  const std::optional<double> d = certified_double(a);
+  if (!f || !d) return std::nullopt;
+  return RoundedValue{*f, *d};
+}
+
 }  // namespace sgdc::reference

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "double_word.hpp"
+#include "sgdc/reference/rounded_step.hpp"
 
 namespace sgdc::reference {
 
@@ -17,5 +18,9 @@ std::optional<float> certified_float32(const double_word::Approx& a);
 /// The double nearest (ties to even) to every real of the same enclosure: a.hi when
 /// certified, nullopt when the enclosure meets a rounding boundary. An exact zero is +0.
 std::optional<double> certified_double(const double_word::Approx& a);
+
+/// Both roundings (float32 and double) of every real of the enclosure, when it certifies
+/// both; nullopt otherwise.
+std::optional<RoundedValue> certified_roundings(const double_word::Approx& a);
 
 }  // namespace sgdc::reference
