@@ -16,7 +16,7 @@
 
 namespace {
 
-sgdc::reference::Case case_of_shape(std::uint8_t shape, bool momentum) {
+sgdc::reference::Case case_of_shape(std::uint8_t shape, bool momentum, bool adagrad) {
   sgdc::reference::Case c;
   c.n = 1 + (shape & 3);
   c.d = 1 + ((shape >> 2) & 3);
@@ -31,6 +31,12 @@ sgdc::reference::Case case_of_shape(std::uint8_t shape, bool momentum) {
     c.optimizer.momentum = 0.5f;
     c.momentum_kernel = c.kernel;
     c.momentum_bias = c.bias;
+  } else if (adagrad) {
+    // Adagrad's answer carries the sum of squares as the second moment, and no buffer.
+    c.optimizer.kind = sgdc::reference::Optimizer::Kind::adagrad;
+    c.optimizer.eps = 1e-10f;
+    c.second_moment_kernel = c.kernel;
+    c.second_moment_bias = c.bias;
   }
   return c;
 }
@@ -50,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t which = in.byte();
   const std::uint8_t shape = in.byte();
   const std::uint8_t outputs = in.byte();
-  const sgdc::reference::Case c = case_of_shape(shape, (outputs & 8) != 0);
+  const sgdc::reference::Case c = case_of_shape(shape, (outputs & 8) != 0, (outputs & 16) != 0);
   const sgdc::properties::Capabilities promised = capabilities_of(outputs);
   const std::string_view text = in.rest();
   try {

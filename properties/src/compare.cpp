@@ -36,11 +36,10 @@ std::optional<std::string> malformed(const reference::StepResult& r, const refer
     if (!reports(out, c, d.capabilities.grads)) continue;  // not part of this result
     if (got == 0 && out.reported == reference::Reported::with_grads)
       return "declares grads but reported none";
-    if (got == 0 && out.reported == reference::Reported::with_momentum)
+    if (got == 0 && (out.reported == reference::Reported::with_buffer ||
+                     out.reported == reference::Reported::with_second_moment))
       return fmt::format("reported no {} for a {} step", out.name,
                          reference::to_string(c.optimizer.kind));
-    if (got == 0 && out.reported == reference::Reported::with_adam)
-      return fmt::format("reported no {} for an Adam step", out.name);
     const std::size_t want = reference::element_count(out.extent, c.n, c.d, c.k);
     if (got != want) return fmt::format("{} has {} values, expected {}", out.name, got, want);
   }

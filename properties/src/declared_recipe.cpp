@@ -15,7 +15,7 @@ namespace {
 using reference::hyperparameters;
 using Kind = reference::Optimizer::Kind;
 
-constexpr std::array<Kind, 3> all_kinds{Kind::sgd, Kind::momentum, Kind::adam};
+constexpr std::array<Kind, 4> all_kinds{Kind::sgd, Kind::momentum, Kind::adam, Kind::adagrad};
 
 std::size_t index_of(std::string_view name) {
   for (std::size_t i = 0; i < hyperparameters.size(); ++i)
@@ -84,18 +84,15 @@ bool DeclaredRecipe::admits(const reference::Case& c) const {
 }
 
 void validate(const DeclaredRecipe& r, const Capabilities& caps) {
-  for (Kind k : r.optimizers) {
-    if (k == Kind::momentum && !caps.momentum)
-      bad("optimizers", "lists \"momentum\", which the implementation does not declare (momentum)");
-    if (k == Kind::adam && !caps.adam)
-      bad("optimizers", "lists \"adam\", which the implementation does not declare (adam)");
-  }
+  for (Kind k : r.optimizers)
+    if (!declares(caps, k))
+      bad("optimizers",
+          fmt::format("lists \"{0}\", which the implementation does not declare ({0})",
+                      reference::to_string(k)));
   // The optimizers cases may be drawn for.
   std::vector<Kind> run;
   for (Kind k : all_kinds)
-    if (r.runs(k) && (k == Kind::sgd || (k == Kind::momentum && caps.momentum) ||
-                      (k == Kind::adam && caps.adam)))
-      run.push_back(k);
+    if (r.runs(k) && declares(caps, k)) run.push_back(k);
   auto check = [&](const std::string& field, const reference::Hyperparameter& h,
                    const ValueRange& v) {
     if (!std::isfinite(v.lo) || !std::isfinite(v.hi)) bad(field, "is not finite: " + show(v));
@@ -114,15 +111,13 @@ void validate(const DeclaredRecipe& r, const Capabilities& caps) {
       const std::string_view name = h.name;
       if (name == "dampening" && !(caps.momentum && caps.momentum->dampening))
         bad(field, "is above 0, but momentum.dampening is not declared");
-      if (name == "eps_root" && !(caps.adam && caps.adam->eps_root))
-        bad(field, "is above 0, but adam.eps_root is not declared");
+      if (name == "eps_root" && !(caps.adam && caps.adam->eps_root) &&
+          !(caps.adagrad && caps.adagrad->eps_root))
+        bad(field, "is above 0, but neither adam.eps_root nor adagrad.eps_root is declared");
       if (name == "weight_decay")
         for (Kind k : run) {
-          const bool taken =
-              k == Kind::momentum ? caps.momentum->coupled_decay || caps.momentum->decoupled_decay
-              : k == Kind::adam   ? caps.adam->coupled_decay || caps.adam->decoupled_decay
-                                  : true;
-          if (!taken)
+          const auto [coupled, decoupled] = decay_conventions(caps, k);
+          if (k != Kind::sgd && !coupled && !decoupled)
             bad(field, fmt::format("is above 0, but {}.weight_decay declares no convention",
                                    reference::to_string(k)));
         }

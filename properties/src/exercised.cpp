@@ -36,6 +36,7 @@ const std::vector<ExercisedOption>& exercised_options() {
       {"sgd", [](const reference::Case& c) { return c.optimizer.kind == Kind::sgd; }},
       {"momentum", [](const reference::Case& c) { return c.optimizer.kind == Kind::momentum; }},
       {"adam", [](const reference::Case& c) { return c.optimizer.kind == Kind::adam; }},
+      {"adagrad", [](const reference::Case& c) { return c.optimizer.kind == Kind::adagrad; }},
       {"nesterov", [](const reference::Case& c) { return c.optimizer.nesterov; }},
       {"dampening", [](const reference::Case& c) { return c.optimizer.dampening != 0.0f; }},
       {"decay coupled",
@@ -122,10 +123,15 @@ std::vector<std::string> unexercised(const Exercised& e, const Declaration& d) {
   }
   if (c.adam && r.runs(Kind::adam))
     declared.insert(declared.end(), {{"adam", true}, {"eps_root", c.adam->eps_root}});
-  const bool coupled =
-      (c.momentum && c.momentum->coupled_decay) || (c.adam && c.adam->coupled_decay);
-  const bool decoupled =
-      (c.momentum && c.momentum->decoupled_decay) || (c.adam && c.adam->decoupled_decay);
+  if (c.adagrad && r.runs(Kind::adagrad))
+    declared.insert(declared.end(), {{"adagrad", true}, {"eps_root", c.adagrad->eps_root}});
+  bool coupled = false, decoupled = false;
+  for (const reference::OptimizerInfo& o : reference::optimizer_table) {
+    if (!r.runs(o.kind)) continue;  // declared, but outside the recipe: never drawn
+    const auto [takes_coupled, takes_decoupled] = decay_conventions(c, o.kind);
+    coupled = coupled || takes_coupled;
+    decoupled = decoupled || takes_decoupled;
+  }
   declared.insert(declared.end(), {{"decay coupled", coupled}, {"decay decoupled", decoupled}});
   declared.push_back({"bias group", r.bias_group.has_value()});
   std::vector<std::string> out;

@@ -85,15 +85,18 @@ using Kind = reference::Optimizer::Kind;
 // evenly; with a declared recipe, only those it runs.
 Kind draw_kind(Rng& rng, const CaseSpace& space) {
   if (space.recipe.optimizers.empty()) {
-    const int choices = 1 + (space.momentum ? 1 : 0) + (space.adam ? 1 : 0);
+    const int choices =
+        1 + (space.momentum ? 1 : 0) + (space.adam ? 1 : 0) + (space.adagrad ? 1 : 0);
     const int choice = std::uniform_int_distribution<int>(0, choices - 1)(rng);
     if (choice == 0) return Kind::sgd;
+    if (space.adagrad && choice == choices - 1) return Kind::adagrad;
     return space.adam && (choice == 2 || !space.momentum) ? Kind::adam : Kind::momentum;
   }
   std::vector<Kind> run;
-  for (Kind k : {Kind::sgd, Kind::momentum, Kind::adam})
-    if (space.recipe.runs(k) && (k == Kind::sgd || (k == Kind::momentum && space.momentum) ||
-                                 (k == Kind::adam && space.adam)))
+  for (Kind k : {Kind::sgd, Kind::momentum, Kind::adam, Kind::adagrad})
+    if (space.recipe.runs(k) &&
+        (k == Kind::sgd || (k == Kind::momentum && space.momentum) ||
+         (k == Kind::adam && space.adam) || (k == Kind::adagrad && space.adagrad)))
       run.push_back(k);
   if (run.empty()) return Kind::sgd;  // validate() rejects such a recipe
   return run[std::uniform_int_distribution<std::size_t>(0, run.size() - 1)(rng)];
@@ -111,6 +114,16 @@ void within_recipe(Rng& rng, const CaseSpace& space, reference::Case& c) {
   }
   if (space.recipe.bias_group) c.bias_group = draw_group(rng, *space.recipe.bias_group, o.kind);
   if (o.nesterov && (o.momentum == 0.0f || o.dampening != 0.0f)) o.nesterov = false;
+  // Adagrad's epsilon where the implementation puts it: inside the root or outside.
+  if (o.kind == Kind::adagrad && space.adagrad) {
+    if (space.adagrad->eps_root) {
+      if (o.eps_root == 0.0f) o.eps_root = o.eps != 0.0f ? o.eps : 1e-7f;
+      o.eps = 0.0f;
+    } else {
+      if (o.eps == 0.0f) o.eps = o.eps_root != 0.0f ? o.eps_root : 1e-10f;
+      o.eps_root = 0.0f;
+    }
+  }
   const float bias_decay =
       c.bias_group ? c.bias_group->weight_decay.value_or(o.weight_decay) : o.weight_decay;
   if (o.weight_decay != 0.0f || bias_decay != 0.0f) {
@@ -121,6 +134,9 @@ void within_recipe(Rng& rng, const CaseSpace& space, reference::Case& c) {
     if (o.kind == Kind::adam && space.adam)
       std::tie(coupled, decoupled) =
           std::pair{space.adam->coupled_decay, space.adam->decoupled_decay};
+    if (o.kind == Kind::adagrad && space.adagrad)
+      std::tie(coupled, decoupled) =
+          std::pair{space.adagrad->coupled_decay, space.adagrad->decoupled_decay};
     if (o.decay == reference::Optimizer::Decay::coupled && !coupled)
       o.decay = reference::Optimizer::Decay::decoupled;
     if (o.decay == reference::Optimizer::Decay::decoupled && !decoupled)
@@ -161,7 +177,22 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
   // values like the parameters'; a second moment of squares of such values, tiny in one
   // case of four, where eps dominates), the rest are first steps.
   const Kind kind = draw_kind(rng, space);
-  if (kind != Kind::sgd) {
+  if (kind == Kind::adagrad) {
+    // Adagrad: a sum of squares of values like the parameters' in three cases of four
+    // (tiny in one of those, where eps dominates), else its first step.
+    c.optimizer = draw_adagrad(rng, *space.adagrad);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+      const float scale = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? 1e-20f : 1.0f;
+      for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias}) {
+        v->resize(v == &c.second_moment_kernel ? c.kernel.size() : c.bias.size());
+        for (float& f : *v) {
+          const float a = draw_value(rng, p.spread);
+          f = a * a * scale;
+          if (!std::isfinite(f)) f = 0.0f;
+        }
+      }
+    }
+  } else if (kind != Kind::sgd) {
     const bool adam = kind == Kind::adam;
     c.optimizer = adam ? draw_adam(rng, *space.adam) : draw_momentum(rng, *space.momentum);
     if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
@@ -218,7 +249,7 @@ reference::Case keep(const reference::Case& c, int begin, int end, int d0, int d
   };
   s.kernel = take(c.kernel, c.k, d0, d1, k0, k1);
   s.bias = take(c.bias, c.k, 0, 1, k0, k1);
-  if (!c.fresh_state()) {
+  if (!c.momentum_kernel.empty()) {
     s.momentum_kernel = take(c.momentum_kernel, c.k, d0, d1, k0, k1);
     s.momentum_bias = take(c.momentum_bias, c.k, 0, 1, k0, k1);
   }
@@ -268,7 +299,7 @@ reference::Case drop_output(const reference::Case& c, int j) {
   drop_column(s.kernel, c.d);
   drop_column(s.y, c.n);
   s.bias.erase(s.bias.begin() + j);
-  if (!c.fresh_state()) {
+  if (!c.momentum_kernel.empty()) {
     drop_column(s.momentum_kernel, c.d);
     s.momentum_bias.erase(s.momentum_bias.begin() + j);
   }
@@ -345,7 +376,8 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
       s.second_moment_bias.clear();
       return s;
     });
-  if (o.eps_root != 0.0f)
+  // (Adagrad with its eps inside the root keeps it: its denominator needs one.)
+  if (o.eps_root != 0.0f && (o.kind != reference::Optimizer::Kind::adagrad || o.eps != 0.0f))
     last.push_back([c] {
       reference::Case s = c;
       s.optimizer.eps_root = 0.0f;
@@ -355,6 +387,12 @@ rc::Seq<reference::Case> structural(const reference::Case& c) {
     last.push_back([c] {
       reference::Case s = c;
       s.optimizer.weight_decay = 0.0f;
+      return s;
+    });
+  if (o.initial_accumulator_value != 0.0f)
+    last.push_back([c] {
+      reference::Case s = c;
+      s.optimizer.initial_accumulator_value = 0.0f;
       return s;
     });
   if (o.nesterov)
@@ -497,6 +535,29 @@ reference::Optimizer draw_adam(Rng& rng, const AdamSupport& support) {
   o.b2 = one_in(4) ? 0.999f : static_cast<float>(1.0 - log_uniform(1e-4, 0.1));
   o.eps = one_in(3) ? 1e-8f : static_cast<float>(log_uniform(1e-12, 1e-2));
   if (support.eps_root && one_in(2)) o.eps_root = static_cast<float>(log_uniform(1e-16, 1e-4));
+  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
+    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
+    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
+                  ? reference::Optimizer::Decay::coupled
+                  : reference::Optimizer::Decay::decoupled;
+  }
+  return o;
+}
+
+reference::Optimizer draw_adagrad(Rng& rng, const AdagradSupport& support) {
+  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
+  auto log_uniform = [&](double lo, double hi) {
+    return std::exp(uniform(rng, std::log(lo), std::log(hi)));
+  };
+  reference::Optimizer o;
+  o.kind = reference::Optimizer::Kind::adagrad;
+  // torch's default eps outside the root, 1e-10; optax's inside, 1e-7.
+  const float eps = one_in(3) ? (support.eps_root ? 1e-7f : 1e-10f)
+                              : static_cast<float>(log_uniform(1e-12, 1e-2));
+  (support.eps_root ? o.eps_root : o.eps) = eps;
+  // torch's default initial value 0, optax's 0.1.
+  if (!one_in(3))
+    o.initial_accumulator_value = one_in(2) ? 0.1f : static_cast<float>(log_uniform(1e-6, 1.0));
   if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
     o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
     o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))

@@ -30,10 +30,54 @@ std::optional<std::string> outside_declaration(const reference::Case& c, const D
       return std::string("weight decay ") + reference::to_string(o.decay) +
              "; adam.weight_decay does not declare it";
   }
+  if (o.kind == Kind::adagrad) {
+    if (!caps.adagrad) return "an Adagrad step; the implementation declares no adagrad";
+    if ((o.eps_root != 0.0f || o.eps == 0.0f) && !caps.adagrad->eps_root)
+      return "eps inside the square root (eps_root); adagrad.eps_root is not declared";
+    if ((o.eps != 0.0f || o.eps_root == 0.0f) && caps.adagrad->eps_root)
+      return "eps outside the square root; adagrad.eps_root declares it inside";
+    if (decays && !(coupled ? caps.adagrad->coupled_decay : caps.adagrad->decoupled_decay))
+      return std::string("weight decay ") + reference::to_string(o.decay) +
+             "; adagrad.weight_decay does not declare it";
+  }
   if (c.bias_group && !d.recipe.bias_group)
     return "a bias in a parameter group of its own; the recipe declares no bias_group";
   if (!d.recipe.admits(c)) return "outside the declared recipe";
   return std::nullopt;
+}
+
+bool declares(const Capabilities& caps, reference::Optimizer::Kind kind) {
+  using Kind = reference::Optimizer::Kind;
+  switch (kind) {
+    case Kind::sgd:
+      return true;
+    case Kind::momentum:
+      return caps.momentum.has_value();
+    case Kind::adam:
+      return caps.adam.has_value();
+    case Kind::adagrad:
+      return caps.adagrad.has_value();
+  }
+  return false;
+}
+
+std::pair<bool, bool> decay_conventions(const Capabilities& caps, reference::Optimizer::Kind kind) {
+  using Kind = reference::Optimizer::Kind;
+  auto of = [](const auto& support) {
+    return support ? std::pair{support->coupled_decay, support->decoupled_decay}
+                   : std::pair{false, false};
+  };
+  switch (kind) {
+    case Kind::momentum:
+      return of(caps.momentum);
+    case Kind::adam:
+      return of(caps.adam);
+    case Kind::adagrad:
+      return of(caps.adagrad);
+    case Kind::sgd:
+      break;
+  }
+  return {false, false};
 }
 
 std::vector<StepOutcome> Implementation::step_batch(std::span<const reference::Case> cases) {

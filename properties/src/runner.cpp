@@ -181,6 +181,7 @@ CaseSpace case_space(const Declaration& declaration, const RunOptions& options) 
   space.pool = shape_pool(options.seed, options.shapes);
   space.momentum = declaration.capabilities.momentum;
   space.adam = declaration.capabilities.adam;
+  space.adagrad = declaration.capabilities.adagrad;
   space.shapes = options.shapes;
   space.recipe = declaration.recipe;
   // Drawn within the declared most shards: an implementation of S ranks can pass every

@@ -178,8 +178,9 @@ std::optional<RoundedValue> decide(const Interval& a) {
 
 RoundedValue round_both(const Rational& q) { return {round_to_float32(q), round_to_double(q)}; }
 
-// b^t exactly, by squaring; only for small t (its digits grow with t).
+// b^t exactly, by squaring; only for small t (its digits grow with t) or b = 0.
 Rational power(float b, std::int64_t t) {
+  if (b == 0.0f) return Rational(t == 0 ? 1 : 0);
   Rational result(1), base(static_cast<double>(b));
   for (std::int64_t e = t; e > 0; e >>= 1) {
     if (e & 1) result *= base;
@@ -200,8 +201,6 @@ std::optional<Rational> rational_root(const Rational& q) {
   return r;
 }
 
-// Beyond this t the exact powers b^t are too long to compute for a tie test.
-constexpr std::int64_t exact_power_limit = 4096;
 }  // namespace
 
 // The double-word value nearest the middle of a (at most 128 bits wide), with a bound
@@ -229,10 +228,14 @@ struct AdamUpdate::Intervals {
 
 AdamUpdate::AdamUpdate(const Case& c)
     : o_(c.optimizer),
+      adagrad_(c.optimizer.kind == Optimizer::Kind::adagrad),
       lr_(c.lr),
       t_(c.step == std::numeric_limits<std::int64_t>::max() ? c.step : c.step + 1),
       bc_(new Intervals) {
-  if (o_.kind != Optimizer::Kind::adam) throw std::invalid_argument("AdamUpdate: not an Adam case");
+  // Adagrad is this update with no bias correction: b1 = b2 = 0 (its validated case holds
+  // them so) make both corrections 1 - 0^t = 1 exactly.
+  if (o_.kind != Optimizer::Kind::adam && !adagrad_)
+    throw std::invalid_argument("AdamUpdate: not an Adam or Adagrad case");
   // The first rung now (certify() reads it from many threads); the others when a
   // parameter() call first climbs to them.
   bc_->bc1.push_back(bias_correction(o_.b1, t_, ladder[0]));
@@ -279,7 +282,7 @@ RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rationa
     if (const std::optional<RoundedValue> r = decide(value)) return *r;
     // Not decided: p' may be rational and sit on a rounding boundary, which no enclosure
     // decides. It is rational exactly when vh + eps_root is the square of a rational.
-    if (!tie_tested && t_ <= exact_power_limit) {
+    if (!tie_tested && powers_exact()) {
       tie_tested = true;
       const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
       if (const std::optional<Rational> s =
@@ -320,7 +323,7 @@ ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_n
     out.rational = decoupled ? param - lr * wd * param : param;
     return out;
   }
-  if (t_ <= exact_power_limit) {
+  if (powers_exact()) {
     const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
     if (const std::optional<Rational> s =
             rational_root(v_new / bc2 + Rational(static_cast<double>(o_.eps_root)))) {
@@ -407,7 +410,15 @@ std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
   Accumulator<Tracking::a_priori> squares;
   squares.add_square(ge);
   const Approx ge2 = settled(squares);
-  const Approx m_new = moment(o_.b1, m, ge), v_new = moment(o_.b2, v, ge2);
+  // Adagrad: m' = ge, v' = v + ge^2 (its sum of squares).
+  auto accumulated = [&settled](float x, const Approx& y) {
+    Accumulator<Tracking::a_priori> a;
+    a.add_exact(x);
+    a.add(y);
+    return settled(a);
+  };
+  const Approx m_new = adagrad_ ? ge : moment(o_.b1, m, ge);
+  const Approx v_new = adagrad_ ? accumulated(v, ge2) : moment(o_.b2, v, ge2);
   for (const Approx& a : {g, ge, ge2, m_new, v_new})
     if (!in_range(a)) return std::nullopt;
   Certified out;
@@ -419,8 +430,9 @@ std::optional<AdamUpdate::Certified> AdamUpdate::certify_double_word(
     out.param = round_both(Rational(param));
     return out;
   }
-  const std::optional<Approx> mh = double_word::quotient(m_new, bc1_);
-  const std::optional<Approx> vh = double_word::quotient(v_new, bc2_);
+  // Adagrad's corrections are 1: no quotient.
+  const std::optional<Approx> mh = adagrad_ ? m_new : double_word::quotient(m_new, bc1_);
+  const std::optional<Approx> vh = adagrad_ ? v_new : double_word::quotient(v_new, bc2_);
   if (!mh || !vh) return std::nullopt;
   Accumulator<Tracking::a_priori> radicand;
   radicand.add(*vh);
@@ -455,8 +467,9 @@ AdamUpdate::Certified AdamUpdate::certify_mpfr(float p, float m, float v,
     g = add(g, mul(point(o_.weight_decay, precision), param));
   const Interval b1 = point(o_.b1, precision), b2 = point(o_.b2, precision);
   const Interval one = point(1.0, precision);
-  const Interval m_new = add(mul(b1, point(m, precision)), mul(sub(one, b1), g));
-  const Interval v_new = add(mul(b2, point(v, precision)), mul(sub(one, b2), square(g)));
+  const Interval m_new = adagrad_ ? g : add(mul(b1, point(m, precision)), mul(sub(one, b1), g));
+  const Interval v_new = adagrad_ ? add(point(v, precision), square(g))
+                                  : add(mul(b2, point(v, precision)), mul(sub(one, b2), square(g)));
   Certified out;
   out.by_mpfr = true;
   out.m = decide(m_new);

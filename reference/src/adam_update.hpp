@@ -1,5 +1,6 @@
 #pragma once
-// Adam's parameter update, correctly rounded although it is irrational: the exact value is
+// Adam's parameter update (and Adagrad's, the same with m' = ge, v' = v + ge^2 and no bias
+// correction), correctly rounded although it is irrational: the exact value is
 // enclosed in MPFR intervals (every operation rounded outward), at growing precision
 // until one float32 and one double hold the whole enclosure (Ziv's strategy); an exact
 // tie is decided in rational arithmetic. docs/error-model.md, section 14. The certified
@@ -18,18 +19,19 @@
 
 namespace sgdc::reference {
 
-/// One case's Adam hyperparameters, with the bias corrections 1 - b1^t and 1 - b2^t
+/// One Adam or Adagrad case's hyperparameters, with the bias corrections 1 - b1^t and 1 - b2^t
 /// (t = step + 1) enclosed once per precision of the ladder, the first at construction, the
 /// others when first needed.
 class AdamUpdate {
  public:
-  /// `c` must be an Adam case with finite hyperparameters.
+  /// `c` must be an Adam or Adagrad case with finite hyperparameters.
   explicit AdamUpdate(const Case& c);
   ~AdamUpdate();
   AdamUpdate(const AdamUpdate&) = delete;
   AdamUpdate& operator=(const AdamUpdate&) = delete;
 
-  /// p' from the exact new moments m' and v' (rationals), correctly rounded to float32
+  /// p' from the exact new moments m' and v' (rationals; Adagrad's m' is the decayed
+  /// gradient ge, its v' the new sum of squares), correctly rounded to float32
   /// and to double. Not for concurrent calls on one object (it fills the ladder's
   /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the
   /// ladder decides it (an exact tie that rational arithmetic cannot reach: never seen).
@@ -40,7 +42,8 @@ class AdamUpdate {
   /// enclosure give the same digits.
   ExactValue exact(float p, const Rational& m_new, const Rational& v_new, int digits) const;
 
-  /// The new parameter and moments from the gradient g enclosed as a double-word value,
+  /// The new parameter and moments from the gradient g enclosed as a double-word value
+  /// (m and v the state before the step, 0 and Adagrad's initial value when fresh),
   /// each correctly rounded where the enclosure decides it, nullopt where it does not.
   /// First in double-word arithmetic (double_word.hpp: quotients and square roots with
   /// certified errors), and where that does not decide all three, in MPFR intervals.
@@ -58,7 +61,12 @@ class AdamUpdate {
  private:
   struct Intervals;
   static constexpr std::array<long, 4> ladder{128, 512, 2048, 8192};
+  // Whether b^t is cheap to compute exactly for the tie test.
+  bool powers_exact() const { return t_ <= exact_power_limit || (o_.b1 == 0.0f && o_.b2 == 0.0f); }
+  // Beyond this t the exact powers b^t are too long to compute for a tie test.
+  static constexpr std::int64_t exact_power_limit = 4096;
   Optimizer o_;
+  bool adagrad_;
   float lr_;
   std::int64_t t_;  // the bias correction's exponent, step + 1 (saturated at int64's end)
   Intervals* bc_;   // per rung reached so far: 1 - b1^t and 1 - b2^t

@@ -23,39 +23,58 @@ void Case::validate() const {
        {std::pair{"momentum", optimizer.momentum}, std::pair{"dampening", optimizer.dampening},
         std::pair{"weight_decay", optimizer.weight_decay}, std::pair{"b1", optimizer.b1},
         std::pair{"b2", optimizer.b2}, std::pair{"eps", optimizer.eps},
-        std::pair{"eps_root", optimizer.eps_root}}) {
+        std::pair{"eps_root", optimizer.eps_root},
+        std::pair{"initial_accumulator_value", optimizer.initial_accumulator_value}}) {
     if (std::isfinite(h) && h != 0.0f && std::abs(h) < 0x1p-126f)
       throw std::invalid_argument(std::string(name) +
                                   ": a hyperparameter is 0 or a normal float32");
   }
   const bool adam = optimizer.kind == Optimizer::Kind::adam;
-  if (!adam && (optimizer.b1 != 0.0f || optimizer.b2 != 0.0f || optimizer.eps != 0.0f ||
-                optimizer.eps_root != 0.0f))
-    throw std::invalid_argument("optimizer: b1, b2, eps and eps_root are Adam's alone");
+  const bool adagrad = optimizer.kind == Optimizer::Kind::adagrad;
+  if (!adam && (optimizer.b1 != 0.0f || optimizer.b2 != 0.0f))
+    throw std::invalid_argument("optimizer: b1 and b2 are Adam's alone");
+  if (!adam && !adagrad && (optimizer.eps != 0.0f || optimizer.eps_root != 0.0f))
+    throw std::invalid_argument("optimizer: eps and eps_root are Adam's and Adagrad's alone");
+  if (!adagrad && optimizer.initial_accumulator_value != 0.0f)
+    throw std::invalid_argument("optimizer: initial_accumulator_value is Adagrad's alone");
+  // NaN and infinities are special values, judged as such; finite ones must lie in the
+  // domain where the step is defined.
+  auto outside = [](float h, bool ok) { return std::isfinite(h) && !ok; };
   if (adam) {
-    // NaN and infinities are special values, judged as such; finite ones must lie in the
-    // domain where the step is defined.
-    auto outside = [](float h, bool ok) { return std::isfinite(h) && !ok; };
     if (outside(optimizer.b1, optimizer.b1 >= 0.0f && optimizer.b1 < 1.0f))
       throw std::invalid_argument("b1: must lie in [0, 1)");
     if (outside(optimizer.b2, optimizer.b2 >= 0.0f && optimizer.b2 < 1.0f))
       throw std::invalid_argument("b2: must lie in [0, 1)");
     if (outside(optimizer.eps, optimizer.eps > 0.0f))
       throw std::invalid_argument("eps: must be > 0 (Adam's denominator is at least eps)");
+  }
+  if (adagrad) {
+    if (outside(optimizer.eps, optimizer.eps >= 0.0f))
+      throw std::invalid_argument("eps: must be >= 0");
+    // torch's eps outside the root or optax's inside it: one of them keeps the
+    // denominator sqrt(s' + eps_root) + eps above 0 where the sum s' is 0.
+    if (optimizer.eps == 0.0f && optimizer.eps_root == 0.0f)
+      throw std::invalid_argument(
+          "eps: eps and eps_root are both 0 (Adagrad's denominator needs one above 0)");
+    if (outside(optimizer.initial_accumulator_value, optimizer.initial_accumulator_value >= 0.0f))
+      throw std::invalid_argument("initial_accumulator_value: must be >= 0");
+  }
+  if (adam || adagrad) {
+    const char* name = adam ? "Adam" : "Adagrad";
     if (outside(optimizer.eps_root, optimizer.eps_root >= 0.0f))
       throw std::invalid_argument("eps_root: must be >= 0");
     if (outside(optimizer.weight_decay, optimizer.weight_decay >= 0.0f))
-      throw std::invalid_argument("weight_decay: must be >= 0 with Adam");
+      throw std::invalid_argument(std::string("weight_decay: must be >= 0 with ") + name);
     if (optimizer.momentum != 0.0f || optimizer.dampening != 0.0f || optimizer.nesterov)
-      throw std::invalid_argument("optimizer: Adam takes no momentum, dampening or Nesterov");
-    for (const auto* v : {&second_moment_kernel, &second_moment_bias})
-      for (float f : *v)
-        if (f < 0.0f)
-          throw std::invalid_argument(std::string(v == &second_moment_kernel
-                                                      ? "second_moment_kernel"
-                                                      : "second_moment_bias") +
-                                      ": a second moment is >= 0");
+      throw std::invalid_argument(std::string("optimizer: ") + name +
+                                  " takes no momentum, dampening or Nesterov");
   }
+  for (const auto* v : {&second_moment_kernel, &second_moment_bias})
+    for (float f : *v)
+      if (f < 0.0f)
+        throw std::invalid_argument(std::string(v == &second_moment_kernel ? "second_moment_kernel"
+                                                                           : "second_moment_bias") +
+                                    ": a second moment is >= 0");
   if (optimizer.kind == Optimizer::Kind::sgd &&
       (optimizer.momentum != 0.0f || optimizer.dampening != 0.0f || optimizer.nesterov ||
        optimizer.weight_decay != 0.0f))
@@ -76,8 +95,9 @@ void Case::validate() const {
         throw std::invalid_argument(
             "bias_weight_decay: plain SGD takes no weight decay (a momentum optimizer with "
             "momentum 0 decays)");
-      if (optimizer.kind == Optimizer::Kind::adam && std::isfinite(*wd) && *wd < 0.0f)
-        throw std::invalid_argument("bias_weight_decay: must be >= 0 with Adam");
+      if ((adam || adagrad) && std::isfinite(*wd) && *wd < 0.0f)
+        throw std::invalid_argument(std::string("bias_weight_decay: must be >= 0 with ") +
+                                    (adam ? "Adam" : "Adagrad"));
     }
   }
   if (!fresh_state() && optimizer.kind == Optimizer::Kind::sgd)
@@ -86,9 +106,10 @@ void Case::validate() const {
     const std::size_t expected = element_count(in.extent, n, d, k);
     const std::size_t actual = (this->*in.member).size();
     if (in.state && fresh_state()) continue;
-    if (in.adam_only && !adam) {
+    if (!in.kept_by(optimizer.kind)) {
       if (actual != 0)
-        throw std::invalid_argument(std::string(in.name) + ": Adam's state without Adam");
+        throw std::invalid_argument(std::string(in.name) + ": state that " +
+                                    to_string(optimizer.kind) + " does not keep");
       continue;
     }
     if (actual != expected) {
@@ -99,10 +120,6 @@ void Case::validate() const {
 }
 
 namespace {
-constexpr std::pair<Optimizer::Kind, const char*> kind_names[] = {
-    {Optimizer::Kind::sgd, "sgd"},
-    {Optimizer::Kind::momentum, "momentum"},
-    {Optimizer::Kind::adam, "adam"}};
 constexpr std::pair<Optimizer::Decay, const char*> decay_names[] = {
     {Optimizer::Decay::coupled, "coupled"}, {Optimizer::Decay::decoupled, "decoupled"}};
 
@@ -120,10 +137,12 @@ std::optional<T> value_of(const std::pair<T, const char*> (&names)[N], std::stri
 }
 }  // namespace
 
-const char* to_string(Optimizer::Kind kind) { return name_of(kind_names, kind); }
+const char* to_string(Optimizer::Kind kind) { return info(kind).name; }
 const char* to_string(Optimizer::Decay decay) { return name_of(decay_names, decay); }
 std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name) {
-  return value_of(kind_names, name);
+  for (const OptimizerInfo& o : optimizer_table)
+    if (name == o.name) return o.kind;
+  return std::nullopt;
 }
 std::optional<Optimizer::Decay> parse_decay(std::string_view name) {
   return value_of(decay_names, name);
@@ -135,10 +154,10 @@ bool reports(const OutputInfo& info, const Case& c, bool grads) {
       return true;
     case Reported::with_grads:
       return grads;
-    case Reported::with_momentum:
-      return c.optimizer.kind != Optimizer::Kind::sgd;
-    case Reported::with_adam:
-      return c.optimizer.kind == Optimizer::Kind::adam;
+    case Reported::with_buffer:
+      return reference::info(c.optimizer.kind).buffer;
+    case Reported::with_second_moment:
+      return reference::info(c.optimizer.kind).second_moment;
   }
   return false;
 }
@@ -159,7 +178,8 @@ Case kernel_group_case(Case c) {
 
 bool has_nonfinite_input(const Case& c) {
   const Optimizer& o = c.optimizer;
-  for (float h : {c.lr, o.momentum, o.dampening, o.weight_decay, o.b1, o.b2, o.eps, o.eps_root})
+  for (float h : {c.lr, o.momentum, o.dampening, o.weight_decay, o.b1, o.b2, o.eps, o.eps_root,
+                  o.initial_accumulator_value})
     if (!std::isfinite(h)) return true;
   if (c.bias_group)
     for (const std::optional<float>& h : {c.bias_group->lr, c.bias_group->weight_decay})
@@ -175,13 +195,16 @@ Case with_nonfinite_as_zero(Case c) {
     for (float& f : c.*in.member)
       if (!std::isfinite(f)) f = 0.0f;
   Optimizer& o = c.optimizer;
-  for (float* h : {&c.lr, &o.momentum, &o.dampening, &o.weight_decay, &o.b1, &o.b2, &o.eps_root})
+  for (float* h : {&c.lr, &o.momentum, &o.dampening, &o.weight_decay, &o.b1, &o.b2, &o.eps_root,
+                   &o.initial_accumulator_value})
     if (!std::isfinite(*h)) *h = 0.0f;
   if (c.bias_group)
     for (std::optional<float>* h : {&c.bias_group->lr, &c.bias_group->weight_decay})
       if (*h && !std::isfinite(**h)) **h = 0.0f;
   // eps must stay > 0: a non-finite eps reads as 1 (every output it reaches is poisoned).
   if (!std::isfinite(o.eps)) o.eps = 1.0f;
+  // Adagrad's denominator needs eps or eps_root above 0.
+  if (o.kind == Optimizer::Kind::adagrad && o.eps == 0.0f && o.eps_root == 0.0f) o.eps_root = 1.0f;
   return c;
 }
 
@@ -197,6 +220,10 @@ void showValue(const Case& c, std::ostream& os) {
     if (o.kind == Optimizer::Kind::adam)
       os << " b1=" << describe(o.b1) << " b2=" << describe(o.b2) << " eps=" << describe(o.eps)
          << " eps_root=" << describe(o.eps_root) << (c.fresh_state() ? " (fresh state)" : "");
+    if (o.kind == Optimizer::Kind::adagrad)
+      os << " eps=" << describe(o.eps) << " eps_root=" << describe(o.eps_root)
+         << " initial_accumulator_value=" << describe(o.initial_accumulator_value)
+         << (c.fresh_state() ? " (fresh state)" : "");
     if (o.weight_decay != 0.0f)
       os << " weight_decay=" << describe(o.weight_decay) << " (" << to_string(o.decay) << ")";
   }

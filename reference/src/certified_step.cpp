@@ -267,18 +267,21 @@ class OptimizerStep {
   Pair keep_;
 };
 
-// (A) Adam, elementwise from the enclosed gradient: its moments and parameter enclosed in
-// MPFR intervals (adam_update.hpp), each rounded where its enclosure decides it.
-void round_adam(const AdamUpdate& adam, float p, const std::vector<float>& m,
+// (A) Adam or Adagrad, elementwise from the enclosed gradient: its moments and parameter
+// enclosed in double words or MPFR intervals (adam_update.hpp), each rounded where its
+// enclosure decides it. Fresh state reads as 0, Adagrad's sum as its initial value;
+// Adagrad keeps no first moment (`m_out` null).
+void round_adam(const AdamUpdate& adam, const Case& c, float p, const std::vector<float>& m,
                 const std::vector<float>& v, std::size_t e, const Approx& g, RoundedValue& param,
-                RoundedValue& m_out, RoundedValue& v_out, Missing& missing, Output param_output,
+                RoundedValue* m_out, RoundedValue& v_out, Missing& missing, Output param_output,
                 Output m_output, Output v_output) {
-  const bool fresh = m.empty();
-  const AdamUpdate::Certified r = adam.certify(p, fresh ? 0.0f : m[e], fresh ? 0.0f : v[e], g);
+  const float m_before = m.empty() ? 0.0f : m[e];
+  const float v_before = v.empty() ? c.optimizer.initial_accumulator_value : v[e];
+  const AdamUpdate::Certified r = adam.certify(p, m_before, v_before, g);
   ++missing.adam_elements;
   if (r.by_mpfr) ++missing.adam_by_mpfr;
   put(r.param, param, missing[param_output], e);
-  put(r.m, m_out, missing[m_output], e);
+  if (m_out) put(r.m, *m_out, missing[m_output], e);
   put(r.v, v_out, missing[v_output], e);
 }
 
@@ -305,23 +308,25 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < k; ++j) s_bias[j].add(residual[static_cast<std::size_t>(i) * k + j]);
   }
+  const OptimizerInfo& kept = info(c.optimizer.kind);
   const bool stateful = c.optimizer.kind != Optimizer::Kind::sgd;
-  const bool is_adam = c.optimizer.kind == Optimizer::Kind::adam;
+  // Adam and Adagrad: through a square root (adam_update.hpp).
+  const bool is_adam = kept.second_moment;
   const OptimizerStep<T> optimizer(c);
   std::optional<AdamUpdate> adam;
   if (is_adam) adam.emplace(c);
   s.grad_bias.resize(static_cast<std::size_t>(k));
   s.bias.resize(static_cast<std::size_t>(k));
-  s.momentum_bias.resize(stateful ? static_cast<std::size_t>(k) : 0);
-  s.second_moment_bias.resize(is_adam ? static_cast<std::size_t>(k) : 0);
+  s.momentum_bias.resize(kept.buffer ? static_cast<std::size_t>(k) : 0);
+  s.second_moment_bias.resize(kept.second_moment ? static_cast<std::size_t>(k) : 0);
   for (int j = 0; j < k; ++j) {
     const Approx sum = s_bias[j].result();
     const Approx grad = from.gradient(sum);
     round_value(grad, s.grad_bias[j], missing.grad_bias, j);
     if (is_adam) {
-      round_adam(*adam, c.bias[j], c.momentum_bias, c.second_moment_bias, j, grad, s.bias[j],
-                 s.momentum_bias[j], s.second_moment_bias[j], missing, Output::bias,
-                 Output::momentum_bias, Output::second_moment_bias);
+      round_adam(*adam, c, c.bias[j], c.momentum_bias, c.second_moment_bias, j, grad, s.bias[j],
+                 kept.buffer ? &s.momentum_bias[j] : nullptr, s.second_moment_bias[j], missing,
+                 Output::bias, Output::momentum_bias, Output::second_moment_bias);
     } else if (stateful) {
       const OptimizerUpdate u =
           optimizer(c.bias[j], c.fresh_state() ? 0.0f : c.momentum_bias[j], grad);
@@ -337,8 +342,8 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
   const std::size_t dk = static_cast<std::size_t>(d) * k;
   s.grad_kernel.resize(dk);
   s.kernel.resize(dk);
-  s.momentum_kernel.resize(stateful ? dk : 0);
-  s.second_moment_kernel.resize(is_adam ? dk : 0);
+  s.momentum_kernel.resize(kept.buffer ? dk : 0);
+  s.second_moment_kernel.resize(kept.second_moment ? dk : 0);
   std::optional<SplitResiduals> split;
   std::vector<Pair> halves;
   if constexpr (T == Tracking::a_priori) {
@@ -360,9 +365,10 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
       const std::size_t e = first + j;
       if (is_adam) {
         round_value(grad, s.grad_kernel[e], m.grad_kernel, e);
-        round_adam(*adam, c.kernel[e], c.momentum_kernel, c.second_moment_kernel, e, grad,
-                   s.kernel[e], s.momentum_kernel[e], s.second_moment_kernel[e], m, Output::kernel,
-                   Output::momentum_kernel, Output::second_moment_kernel);
+        round_adam(*adam, c, c.kernel[e], c.momentum_kernel, c.second_moment_kernel, e, grad,
+                   s.kernel[e], kept.buffer ? &s.momentum_kernel[e] : nullptr,
+                   s.second_moment_kernel[e], m, Output::kernel, Output::momentum_kernel,
+                   Output::second_moment_kernel);
         return;
       }
       const OptimizerUpdate u =

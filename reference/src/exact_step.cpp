@@ -65,6 +65,47 @@ void adam(const Case& c, const Matrix<Scalar>& w, const Matrix<Scalar>& b, StepV
     v.bias = parameter(b, v.momentum_bias, v.second_moment_bias);
   }
 }
+
+// Adagrad (docs/spec/step.md, "Adagrad"): the sum of squares, rational; the parameters
+// through a square root, as Adam's. Its state travels as the second moment.
+template <class Scalar>
+void adagrad(const Case& c, const Matrix<Scalar>& w, const Matrix<Scalar>& b,
+             StepValues<Scalar>& v) {
+  const Optimizer& o = c.optimizer;
+  auto scalar = [](float f) { return Scalar(static_cast<double>(f)); };
+  const Scalar wd = scalar(o.weight_decay), initial = scalar(o.initial_accumulator_value);
+  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
+  auto sum = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& g, const std::vector<float>& s,
+                 Matrix<Scalar>& ge, Matrix<Scalar>& s_out) {
+    ge = decoupled ? g : Matrix<Scalar>(g + p * wd);
+    s_out = ge.cwiseProduct(ge);
+    if (c.fresh_state())
+      s_out.array() += initial;
+    else
+      s_out += to_matrix<Scalar>(s, p.rows(), p.cols());
+  };
+  Matrix<Scalar> ge_kernel, ge_bias;
+  sum(w, v.grad_kernel, c.second_moment_kernel, ge_kernel, v.second_moment_kernel);
+  sum(b, v.grad_bias, c.second_moment_bias, ge_bias, v.second_moment_bias);
+  if constexpr (!std::is_same_v<Scalar, Rational>) {
+    using std::sqrt;
+    const Scalar lr = scalar(c.lr), eps = scalar(o.eps), eps_root = scalar(o.eps_root);
+    auto parameter = [&](const Matrix<Scalar>& p, const Matrix<Scalar>& ge,
+                         const Matrix<Scalar>& s) {
+      Matrix<Scalar> out(p.rows(), p.cols());
+      for (Eigen::Index i = 0; i < p.rows(); ++i) {
+        for (Eigen::Index j = 0; j < p.cols(); ++j) {
+          Scalar direction = ge(i, j) / (sqrt(s(i, j) + eps_root) + eps);
+          if (decoupled) direction += wd * p(i, j);
+          out(i, j) = p(i, j) - lr * direction;
+        }
+      }
+      return out;
+    };
+    v.kernel = parameter(w, ge_kernel, v.second_moment_kernel);
+    v.bias = parameter(b, ge_bias, v.second_moment_bias);
+  }
+}
 }  // namespace
 
 template <class Scalar>
@@ -106,6 +147,10 @@ StepValues<Scalar> evaluate_step(const Case& c) {
   };
   if (o.kind == Optimizer::Kind::adam) {
     adam(c, w, b, v);
+    return v;
+  }
+  if (o.kind == Optimizer::Kind::adagrad) {
+    adagrad(c, w, b, v);
     return v;
   }
   v.kernel = update(w, v.grad_kernel, c.momentum_kernel, v.momentum_kernel);

@@ -59,15 +59,18 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
   const Optimizer& o = c.optimizer;
   const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;
   auto over = [omega](double magnitude) { return !(magnitude < omega); };
+  // Adagrad (section 16) is this chain with m' = ge, v' = v + ge^2 and no correction.
+  const bool adagrad = o.kind == Optimizer::Kind::adagrad;
   const bool inputs_over = std::abs(static_cast<double>(c.lr)) > omega ||
                            std::abs(static_cast<double>(o.weight_decay)) > omega ||
                            static_cast<double>(o.eps) > omega ||
-                           static_cast<double>(o.eps_root) > omega;
+                           static_cast<double>(o.eps_root) > omega ||
+                           static_cast<double>(o.initial_accumulator_value) > omega;
   const double lr = std::abs(static_cast<double>(c.lr)), wd = static_cast<double>(o.weight_decay);
   const double b1 = o.b1, b2 = o.b2, eps = o.eps, eps_root = o.eps_root;
   const bool decoupled = o.decay == Optimizer::Decay::decoupled;
   const bool fresh = c.fresh_state();
-  const double g4 = gamma(4.0, u), g5 = gamma(5.0, u);
+  const double g2 = gamma(2.0, u), g4 = gamma(4.0, u), g5 = gamma(5.0, u);
   const double t = static_cast<double>(c.step) + 1.0;
   const double bc1 = 1.0 - std::pow(b1, t), bc2 = 1.0 - std::pow(b2, t);
   // (A5) m'/bc1 and v'/bc2: the correction's error, a division or a reciprocal and a
@@ -77,8 +80,12 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
     return epsilon < 1.0 ? (1.0 + u) * (1.0 + u) / (1.0 - epsilon) - 1.0
                          : std::numeric_limits<double>::infinity();
   };
-  const double theta1 = theta(bias_correction_error(b1, t, u, eta));
-  const double theta2 = theta(bias_correction_error(b2, t, u, eta));
+  const double theta1 = adagrad ? 0.0 : theta(bias_correction_error(b1, t, u, eta));
+  const double theta2 = adagrad ? 0.0 : theta(bias_correction_error(b2, t, u, eta));
+  // (D2) With eps = 0 (Adagrad as optax has it) the denominator is at least the computed
+  // sqrt(eps_root): eps_root read and added to v' >= 0, the root within five roundings.
+  const double root_floor =
+      std::sqrt(std::max(static_cast<double>(eps_root) * (1.0 - u) - eta, 0.0)) * (1.0 - g5) - eta;
 
   auto run = [&](const std::vector<float>& params, const std::vector<float>& m_before,
                  const std::vector<float>& v_before, const std::vector<double>& g,
@@ -90,8 +97,9 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
     v_out.resize(params.size());
     for (std::size_t i = 0; i < params.size(); ++i) {
       const double p = std::abs(static_cast<double>(params[i]));
-      const double m = fresh ? 0.0 : std::abs(static_cast<double>(m_before[i]));
-      const double v = fresh ? 0.0 : static_cast<double>(v_before[i]);
+      const double m = fresh || adagrad ? 0.0 : std::abs(static_cast<double>(m_before[i]));
+      const double v = fresh ? static_cast<double>(o.initial_accumulator_value)
+                             : static_cast<double>(v_before[i]);
       const double bg = g_bounds[i].bound;
       // (A1) the decayed gradient, as (O1).
       const double ge = decoupled ? g[i] : g[i] + wd * p;
@@ -102,18 +110,25 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       // (A2) m' = b1 m + (1 - b1) ge, or m + (1 - b1)(ge - m) (lerp): four roundings a
       // term of m + (1 - b1)(|ge| + |m|), which bounds both forms' terms.
       const double m_read = m + tau, ge_read = ge + e_ge;
-      const double e_m = b1 * tau + (1.0 - b1) * e_ge +
-                         g4 * (m_read + (1.0 - b1) * (ge_read + m_read)) + 4.0 * eta * (1.0 + g4);
+      // (D1) Adagrad's numerator is ge itself.
+      const double e_m = adagrad ? e_ge
+                                 : b1 * tau + (1.0 - b1) * e_ge +
+                                       g4 * (m_read + (1.0 - b1) * (ge_read + m_read)) +
+                                       4.0 * eta * (1.0 + g4);
       // (A3) v' = b2 v + (1 - b2) ge^2: the square's error (2 |ge| + e) e, four roundings
       // a term.
       const double v_read = v + tau;
-      const double e_v = b2 * tau + (1.0 - b2) * (2.0 * ge + e_ge) * e_ge +
-                         g4 * (v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) +
-                         4.0 * eta * (1.0 + g4);
+      // (D1) Adagrad's v' = v + ge^2: the square and the sum (or one FMA), two roundings.
+      const double e_v = adagrad ? tau + (2.0 * ge + e_ge) * e_ge +
+                                       g2 * (v_read + ge_read * ge_read) + 2.0 * eta * (1.0 + g2)
+                                 : b2 * tau + (1.0 - b2) * (2.0 * ge + e_ge) * e_ge +
+                                       g4 * (v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) +
+                                       4.0 * eta * (1.0 + g4);
       // (A5) the bias-corrected moments.
-      const double mh = m_new[i] / bc1, vh = v_new[i] / bc2;
-      const double e_mh = e_m * (1.0 + theta1) / bc1 + mh * theta1 + 2.0 * eta;
-      const double e_vh = e_v * (1.0 + theta2) / bc2 + vh * theta2 + 2.0 * eta;
+      // Adagrad: no correction, so none of its error (m_new holds no first moment: ge).
+      const double mh = adagrad ? ge : m_new[i] / bc1, vh = adagrad ? v_new[i] : v_new[i] / bc2;
+      const double e_mh = adagrad ? e_m : e_m * (1.0 + theta1) / bc1 + mh * theta1 + 2.0 * eta;
+      const double e_vh = adagrad ? e_v : e_v * (1.0 + theta2) / bc2 + vh * theta2 + 2.0 * eta;
       // (A6) s = sqrt(vh + eps_root): the sum's rounding, the square root's sensitivity
       // (|sqrt a - sqrt b| = |a - b| / (sqrt a + sqrt b) <= sqrt |a - b|), then five
       // roundings (a square root within one ulp, and torch's sqrt(v) / sqrt(bc2) form).
@@ -123,21 +138,24 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       const double e_s = e_s0 + g5 * (s + e_s0) + eta;
       // (A7) D = s + eps, at least eps as computed (s >= 0); a = mh / D.
       const double den = s + eps, e_den = e_s + u * (den + e_s) + eta;
-      const double den_low = std::max(den * (1.0 - 0x1p-50) - e_den, eps * (1.0 - u) - eta);
+      const double floor = eps == 0.0 ? root_floor * (1.0 - u) - eta : eps * (1.0 - u) - eta;
+      const double den_low = std::max(den * (1.0 - 0x1p-50) - e_den, floor);
       const double a = mh / den;
       const double e_a0 = (e_mh + mh * e_den / den) / den_low;
-      const double e_a = e_a0 + u * (a + e_a0) + eta;
+      // (D2) Adagrad's a may be ge * rsqrt(w) (optax): a reciprocal and a product, two
+      // roundings where the quotient has one.
+      const double e_a = adagrad ? e_a0 + g2 * (a + e_a0) + 2.0 * eta : e_a0 + u * (a + e_a0) + eta;
       // (A8) the update, as (O4) with a for the direction.
       const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau);
       m_out[i].bound = e_m * evaluation_slack;
       v_out[i].bound = e_v * evaluation_slack;
       const bool read_over = inputs_over || p > omega || m > omega || v > omega;
+      const double v_sum =
+          adagrad ? v_read + ge_read * ge_read : v_read + (1.0 - b2) * (ge_read * ge_read + v_read);
       const bool ge_over = g_bounds[i].may_overflow || read_over || over(ge_read * (1.0 + u));
       m_out[i].may_overflow =
           ge_over || over((m_read + (1.0 - b1) * (ge_read + m_read)) * (1.0 + g4));
-      v_out[i].may_overflow =
-          ge_over || over((v_read + (1.0 - b2) * (ge_read * ge_read + v_read)) * (1.0 + g4)) ||
-          over(ge_read * ge_read);
+      v_out[i].may_overflow = ge_over || over(v_sum * (1.0 + g4)) || over(ge_read * ge_read);
       // Where anything under the square root may pass the largest finite value (ge^2, v',
       // the corrected vh = v' / bc2 of optax's form, vh + eps_root), it may be +inf and
       // the direction mh / (sqrt(inf) + eps) = 0: a finite p' with no accuracy at all.
@@ -151,6 +169,7 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
                               over((a + e_a) * (1.0 + u)) ||
                               over((p + tau + lr * (a + e_a) + lr * wd * p) * (1.0 + g4));
     }
+    if (adagrad) m_out.clear();  // no first moment
   };
   run(c.kernel, c.momentum_kernel, c.second_moment_kernel, exact.grad_kernel, bounds.grad_kernel,
       exact.kernel, exact.momentum_kernel, exact.second_moment_kernel, bounds.kernel,
@@ -166,7 +185,7 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
                             StepBounds& bounds) {
   const Optimizer& o = c.optimizer;
   if (o.kind == Optimizer::Kind::sgd) return;
-  if (o.kind == Optimizer::Kind::adam)
+  if (o.kind == Optimizer::Kind::adam || o.kind == Optimizer::Kind::adagrad)
     return apply_adam_bounds(c, exact, operation_model(model), bounds);
   const OperationModel op = operation_model(model);
   const double u = op.u, eta = op.eta, tau = op.tau, omega = op.omega;

@@ -61,14 +61,16 @@ Poison find_poison(const Case& c) {
   o.grad_bias.assign(static_cast<std::size_t>(k), 0);
   o.bias.assign(o.grad_bias.size(), 0);
   const Optimizer& opt = c.optimizer;
-  const bool momentum = opt.kind == Optimizer::Kind::momentum;
-  const bool adam = opt.kind == Optimizer::Kind::adam;
+  const OptimizerInfo& kept = info(opt.kind);
+  // Adam and Adagrad: through a square root.
+  const bool adam = kept.second_moment;
+  const bool adagrad = opt.kind == Optimizer::Kind::adagrad;
   const bool buffer = opt.kind != Optimizer::Kind::sgd && !c.fresh_state();
-  if (momentum || adam) {
+  if (kept.buffer) {
     o.momentum_kernel.assign(o.kernel.size(), 0);
     o.momentum_bias.assign(o.bias.size(), 0);
   }
-  if (adam) {
+  if (kept.second_moment) {
     o.second_moment_kernel.assign(o.kernel.size(), 0);
     o.second_moment_bias.assign(o.bias.size(), 0);
   }
@@ -76,15 +78,18 @@ Poison find_poison(const Case& c) {
   // buffer before; the parameter after it also reads lr.
   // Adam: the decayed gradient reads the gradient (and, coupled, the parameter and wd);
   // m' reads it, m and b1; v' reads it, v and b2; p' reads both, p, lr, eps, eps_root, wd.
+  // Adagrad: v' reads ge and v (the initial value when fresh); p' reads ge, v', p, lr, eps,
+  // eps_root, wd.
   const bool coupled_decay = opt.decay == Optimizer::Decay::coupled && opt.weight_decay != 0.0f;
   auto optimizer = [&](bool g, float param, const std::vector<float>& before,
                        const std::vector<float>& second, std::size_t e, char& out, char* buffer_out,
                        char* second_out) {
     if (adam) {
       const bool ge = g || (coupled_decay && bad(param)) || bad(opt.weight_decay);
-      const bool m = ge || (buffer && bad(before[e])) || bad(opt.b1);
-      const bool v = ge || (buffer && bad(second[e])) || bad(opt.b2);
-      *buffer_out = m;
+      const bool m = ge || (!adagrad && buffer && bad(before[e])) || bad(opt.b1);
+      const bool v = ge || (buffer && bad(second[e])) || bad(opt.b2) ||
+                     (!buffer && bad(opt.initial_accumulator_value));
+      if (buffer_out) *buffer_out = m;
       *second_out = v;
       out = m || v || bad(param) || lr || bad(opt.eps) || bad(opt.eps_root);
       return;
@@ -93,11 +98,11 @@ Poison find_poison(const Case& c) {
     if (buffer_out) *buffer_out = b;
     out = b || lr;
   };
-  const bool stateful = momentum || adam;
   for (int j = 0; j < k; ++j) {
     o.grad_bias[j] = column[j];
     optimizer(column[j], c.bias[j], c.momentum_bias, c.second_moment_bias, j, o.bias[j],
-              stateful ? &o.momentum_bias[j] : nullptr, adam ? &o.second_moment_bias[j] : nullptr);
+              kept.buffer ? &o.momentum_bias[j] : nullptr,
+              kept.second_moment ? &o.second_moment_bias[j] : nullptr);
   }
   for (int l = 0; l < d; ++l) {
     for (int j = 0; j < k; ++j) {
@@ -105,8 +110,8 @@ Poison find_poison(const Case& c) {
       const bool g = column[j] || x_column[l];
       o.grad_kernel[e] = g;
       optimizer(g, c.kernel[e], c.momentum_kernel, c.second_moment_kernel, e, o.kernel[e],
-                stateful ? &o.momentum_kernel[e] : nullptr,
-                adam ? &o.second_moment_kernel[e] : nullptr);
+                kept.buffer ? &o.momentum_kernel[e] : nullptr,
+                kept.second_moment ? &o.second_moment_kernel[e] : nullptr);
     }
   }
   // Some input is non-finite (the early return above): the outputs are computed with it

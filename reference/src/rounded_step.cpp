@@ -44,21 +44,32 @@ RoundedStep round_exact_step(const Case& c) {
   s.momentum_bias = round_all(exact.momentum_bias);
   s.second_moment_kernel = round_all(exact.second_moment_kernel);
   s.second_moment_bias = round_all(exact.second_moment_bias);
-  if (c.optimizer.kind == Optimizer::Kind::adam) {
-    // The parameters through Adam's square root: enclosed until one float32 holds them.
-    const AdamUpdate adam(c);
-    auto parameters = [&](const std::vector<float>& p, const auto& m, const auto& v) {
+  const Optimizer& o = c.optimizer;
+  if (o.kind == Optimizer::Kind::adam || o.kind == Optimizer::Kind::adagrad) {
+    // The parameters through Adam's or Adagrad's square root: enclosed until one float32
+    // holds them. Adagrad's numerator is the decayed gradient ge.
+    const AdamUpdate update(c);
+    const bool adagrad = o.kind == Optimizer::Kind::adagrad;
+    const bool coupled = o.decay == Optimizer::Decay::coupled && o.weight_decay != 0.0f;
+    const Rational wd(static_cast<double>(o.weight_decay));
+    auto parameters = [&](const std::vector<float>& p, const auto& g, const auto& m,
+                          const auto& v) {
       std::vector<RoundedValue> out(p.size());
-      for (Eigen::Index i = 0; i < m.rows(); ++i) {
-        for (Eigen::Index j = 0; j < m.cols(); ++j) {
-          const std::size_t e = static_cast<std::size_t>(i * m.cols() + j);
-          out[e] = adam.parameter(p[e], m(i, j), v(i, j));
+      for (Eigen::Index i = 0; i < v.rows(); ++i) {
+        for (Eigen::Index j = 0; j < v.cols(); ++j) {
+          const std::size_t e = static_cast<std::size_t>(i * v.cols() + j);
+          const Rational numerator =
+              !adagrad  ? Rational(m(i, j))
+              : coupled ? Rational(g(i, j) + wd * Rational(static_cast<double>(p[e])))
+                        : Rational(g(i, j));
+          out[e] = update.parameter(p[e], numerator, v(i, j));
         }
       }
       return out;
     };
-    s.kernel = parameters(c.kernel, exact.momentum_kernel, exact.second_moment_kernel);
-    s.bias = parameters(c.bias, exact.momentum_bias, exact.second_moment_bias);
+    s.kernel =
+        parameters(c.kernel, exact.grad_kernel, exact.momentum_kernel, exact.second_moment_kernel);
+    s.bias = parameters(c.bias, exact.grad_bias, exact.momentum_bias, exact.second_moment_bias);
   }
   s.fallback_elements = s.elements();
   s.exact_evaluated = true;

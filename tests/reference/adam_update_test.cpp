@@ -122,3 +122,48 @@ TEST(AdamUpdate, DoubleWordsAgreeWithTheIntervalsOnEnclosedGradients) {
 
 }  // namespace
 }  // namespace sgdc::reference
+
+namespace sgdc::reference {
+namespace {
+
+// Adagrad through the same update: m' = ge, v' = v + ge^2, no bias correction. An exact
+// tie (p' = 1 - 2^-25, halfway between 1 - 2^-24 and 1) is decided in rationals, as the
+// rounding to nearest even puts it, at any step; the double words and the intervals agree
+// with it, and with an irrational p' where no tie exists.
+TEST(AdamUpdate, AdagradTiesAndAgreement) {
+  Case c;
+  c.optimizer.kind = Optimizer::Kind::adagrad;
+  c.optimizer.eps = 1.0f;
+  c.lr = 0x1p-25f;
+  for (const std::int64_t step : {std::int64_t{0}, std::int64_t{1} << 40}) {
+    c.step = step;
+    const AdamUpdate update(c);
+    // ge = 5, v' = 16: the direction 5 / (sqrt(16) + 1) = 1 exactly.
+    const RoundedValue tie = update.parameter(1.0f, Rational(5), Rational(16));
+    EXPECT_EQ(tie.rounded, 1.0f) << step;
+    EXPECT_EQ(tie.value, 1.0 - 0x1p-25) << step;
+    // v = 16 - 25 < 0 is no state; v = 0 with ge = 4: v' = 16, the direction 4/5.
+    const AdamUpdate::Certified fast = update.certify(1.0f, 0.0f, 0.0f, Approx{4.0, 0.0, 0.0});
+    ASSERT_TRUE(fast.param && fast.v);
+    EXPECT_EQ(fast.v->rounded, 16.0f);
+    EXPECT_TRUE(same(*fast.param, update.parameter(1.0f, Rational(4), Rational(16))));
+    const AdamUpdate::Certified slow = update.certify_mpfr(1.0f, 0.0f, 0.0f, Approx{4.0, 0.0, 0.0});
+    ASSERT_TRUE(slow.param && slow.v);
+    EXPECT_TRUE(same(*slow.param, *fast.param));
+  }
+  // optax's form: eps inside the root, none outside; ge = 3, v = 7, eps_root = 2^-20.
+  c.optimizer.eps = 0.0f;
+  c.optimizer.eps_root = 0x1p-20f;
+  c.lr = 0.5f;
+  c.step = 3;
+  const AdamUpdate update(c);
+  const AdamUpdate::Certified fast = update.certify(2.0f, 0.0f, 7.0f, Approx{3.0, 0.0, 0.0});
+  ASSERT_TRUE(fast.param && fast.v);
+  EXPECT_EQ(fast.v->rounded, 16.0f);
+  const double expected = 2.0 - 0.5 * 3.0 / std::sqrt(16.0 + 0x1p-20);
+  EXPECT_EQ(fast.param->rounded, static_cast<float>(expected));
+  EXPECT_TRUE(same(*fast.param, update.parameter(2.0f, Rational(3), Rational(16))));
+}
+
+}  // namespace
+}  // namespace sgdc::reference

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -99,6 +100,30 @@ TEST(CertifiedStep, AgreesWithExactPathBitForBit) {
   RecordProperty("refined_cases", std::to_string(refined));
   RecordProperty("exact_cases", std::to_string(exact_cases));
   RecordProperty("fallback_elements", std::to_string(fallbacks));
+}
+
+// Adagrad, torch's form (eps outside the root) and optax's (inside), at every spread and
+// with special values: the certified path's double words and intervals give the exact
+// path's bits and bounds.
+TEST(CertifiedStep, AgreesWithExactPathOnAdagrad) {
+  const long count = std::max(agreement_cases() / 4, 60L);
+  rc::Random random(20261206);
+  for (long i = 0; i < count; ++i) {
+    properties::CaseSpace space;
+    space.adagrad = properties::AdagradSupport{
+        .coupled_decay = true, .decoupled_decay = true, .eps_root = i % 2 == 1};
+    space.recipe.optimizers = {Optimizer::Kind::adagrad};
+    const auto spread = static_cast<properties::Spread>((i / 2) % 3);
+    const rc::Gen<Case> gen = i % 5 == 4
+                                  ? properties::special_cases(space)
+                                  : properties::cases(space, {.spread = spread,
+                                                              .lr = properties::LrRegime::mixed,
+                                                              .cancellation = i % 3 == 0});
+    const Case c = gen(random.split(), static_cast<int>(i % 101)).value();
+    if (c.optimizer.kind != Optimizer::Kind::adagrad) continue;
+    const std::string where = "Adagrad case " + std::to_string(i);
+    ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), expect_exact(c), where));
+  }
 }
 
 // Exact zeros, exact float32 values and exact ties are certified or fall back, never

@@ -24,7 +24,8 @@ TEST(Check, AcceptsTheCorrectlyRoundedValueAndRejectsFarOnes) {
   const Expectation e = expect(one_by_one(1.0f, 0.0f, 3.0f, 1.0f, 0.01f));
   for (Output o : all_outputs) {
     // Plain SGD keeps no optimizer state: nothing expected of it.
-    if (info(o).reported == Reported::with_momentum || info(o).reported == Reported::with_adam) {
+    if (info(o).reported == Reported::with_buffer ||
+        info(o).reported == Reported::with_second_moment) {
       EXPECT_TRUE(e[o].empty()) << to_string(o);
       continue;
     }
@@ -82,7 +83,8 @@ TEST(Check, LargerUnitRoundoffWidensTheBound) {
   const Expectation bf16 = expect(c, {.u = unit_roundoff::bfloat16});
   for (Output o : all_outputs) {
     // Plain SGD: no optimizer state.
-    if (info(o).reported == Reported::with_momentum || info(o).reported == Reported::with_adam)
+    if (info(o).reported == Reported::with_buffer ||
+        info(o).reported == Reported::with_second_moment)
       continue;
     EXPECT_GT(bf16[o][0].bound, 1000 * f32[o][0].bound) << to_string(o);
   }

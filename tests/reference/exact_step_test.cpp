@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
+#include <stdexcept>
+
 #include "sgdc/properties/generators.hpp"
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/oracle.hpp"
@@ -69,6 +72,52 @@ TEST(ExactStep, RejectsNonFiniteAndBadShapes) {
   EXPECT_THROW(evaluate_step<Rational>(c), std::invalid_argument);
   c.x = {1.0f, 2.0f};
   EXPECT_THROW(evaluate_step<Rational>(c), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace sgdc::reference
+namespace sgdc::reference {
+namespace {
+
+// Adagrad by hand (docs/spec/step.md, "Adagrad"): x = 1, W = 0, b = 0, y = -1, so r = 1,
+// gW = gb = 2. torch's form, lr 0.5, eps 1 outside, initial sum 0: s' = 4 and
+// p' = -0.5 * 2 / (2 + 1) = -1/3. optax's, eps_root 5 inside, initial 0.1, carried sum
+// 1.25 for the bias: s' = 4 + 0.1 = 4.1 (kernel), 5.25 (bias); p' = -0.5 * 2 / sqrt(s' + 5).
+TEST(ExactStep, AdagradByHand) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {0.0f};
+  c.bias = {0.0f};
+  c.x = {1.0f};
+  c.y = {-1.0f};
+  c.lr = 0.5f;
+  c.optimizer.kind = Optimizer::Kind::adagrad;
+  c.optimizer.eps = 1.0f;
+  const Expectation torch = expect(c);
+  EXPECT_EQ(torch.kernel[0].rounded, static_cast<float>(-1.0 / 3.0));
+  EXPECT_EQ(torch.bias[0].rounded, static_cast<float>(-1.0 / 3.0));
+  EXPECT_EQ(torch.second_moment_kernel[0].rounded, 4.0f);
+  EXPECT_TRUE(torch.momentum_kernel.empty());
+
+  c.optimizer.eps = 0.0f;
+  c.optimizer.eps_root = 5.0f;
+  c.optimizer.initial_accumulator_value = 0.1f;
+  const double initial = 0.1f;
+  const StepValues<HighPrecision> v = evaluate_step<HighPrecision>(c);
+  EXPECT_EQ(static_cast<double>(v.second_moment_kernel(0, 0)), 4.0 + initial);
+  EXPECT_NEAR(static_cast<double>(v.kernel(0, 0)), -1.0 / std::sqrt(9.0 + initial), 1e-15);
+  EXPECT_EQ(expect(c).kernel[0].rounded, static_cast<float>(-1.0 / std::sqrt(9.0 + initial)));
+  // A carried sum replaces the initial value.
+  c.second_moment_kernel = {0.0f};
+  c.second_moment_bias = {1.25f};
+  const Expectation optax = expect(c);
+  EXPECT_EQ(optax.second_moment_kernel[0].rounded, 4.0f);
+  EXPECT_EQ(optax.second_moment_bias[0].rounded, 5.25f);
+  EXPECT_EQ(optax.kernel[0].rounded, static_cast<float>(-1.0 / 3.0));
+  EXPECT_EQ(optax.bias[0].rounded, static_cast<float>(-1.0 / std::sqrt(10.25)));
+  // Both eps at 0 leave no denominator: refused, naming the field.
+  c.optimizer.eps_root = 0.0f;
+  EXPECT_THROW(c.validate(), std::invalid_argument);
 }
 
 }  // namespace

@@ -41,6 +41,28 @@ Entry reduced_matmul(std::string name, reference::Format format, bool declared,
           std::move(named_by)};
 }
 
+// An Adagrad step (its recipe runs Adagrad alone): correct in `form` (a variant) or with
+// `bug` (a mutant of a torch-form step), declared as `support` says.
+Entry adagrad(std::string name, Kind kind, AdagradForm form, Bug bug,
+              properties::AdagradSupport support, std::string description,
+              std::string named_by = {}) {
+  Recipe recipe;
+  recipe.order =
+      kind == Kind::variant && form == AdagradForm::optax ? Order::pairwise : Order::sequential;
+  recipe.adagrad = form;
+  recipe.bug = bug;
+  Entry e{std::move(name), kind, std::move(description), recipe, false, {}, std::move(named_by)};
+  e.declared.optimizers = {reference::Optimizer::Kind::adagrad};
+  e.adagrad = support;
+  return e;
+}
+
+// torch.optim.Adagrad's declaration: eps outside the root, weight decay coupled only.
+constexpr properties::AdagradSupport torch_adagrad{.coupled_decay = true};
+// optax.adagrad's: eps inside the root; decay chained before it (coupled) or after.
+constexpr properties::AdagradSupport optax_adagrad{
+    .coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+
 std::vector<Entry> make_catalogue() {
   std::vector<Entry> c;
   c.push_back({"float32", Kind::reference,
@@ -77,6 +99,14 @@ std::vector<Entry> make_catalogue() {
                       "Adam as optax under jit computes it: fused multiply-adds, bias "
                       "corrections in float32 applied as reciprocals, p' = fma(-lr, u, p)",
                       Recipe{.order = Order::pairwise, .adam = AdamForm::optax_fused}));
+  c.push_back(adagrad("adagrad-torch", Kind::variant, AdagradForm::torch, Bug::none, torch_adagrad,
+                      "Adagrad as torch.optim.Adagrad computes it: the sum by addcmul (one "
+                      "rounding), sqrt(sum) + eps, addcdiv; declares adagrad alone, eps "
+                      "outside the root"));
+  c.push_back(adagrad("adagrad-optax", Kind::variant, AdagradForm::optax, Bug::none, optax_adagrad,
+                      "Adagrad as optax.adagrad under jit computes it: rsqrt(sum + eps) times "
+                      "the gradient, p' = fma(-lr, u, p); declares adagrad alone, eps inside "
+                      "the root"));
   c.push_back(reduced_matmul("tf32-matmul", reference::formats::tf32, true,
                              "products read x, W and the residual's gradient rounded to TF32, "
                              "accumulate in float32 (tensor cores with TF32 on); declares "
@@ -248,6 +278,18 @@ std::vector<Entry> make_catalogue() {
                              "bfloat16 products (an autocast region around the step) declared "
                              "as float32",
                              "matrix products in bfloat16"));
+  c.push_back(adagrad("adagrad-eps-swapped", Kind::mutant, AdagradForm::torch,
+                      Bug::adagrad_eps_swapped, torch_adagrad,
+                      "declares torch's Adagrad (eps outside the root), computes optax's "
+                      "sqrt(sum + eps)"));
+  c.push_back(adagrad("adagrad-sum-reset-every-step", Kind::mutant, AdagradForm::torch,
+                      Bug::adagrad_sum_reset_every_step, torch_adagrad,
+                      "the sum of squares started afresh at every step (the optimizer rebuilt "
+                      "per step, its state lost)"));
+  c.push_back(adagrad("adagrad-initial-value-ignored", Kind::mutant, AdagradForm::torch,
+                      Bug::adagrad_initial_value_ignored, torch_adagrad,
+                      "a fresh sum of 0 whatever initial_accumulator_value says (torch's "
+                      "default where optax's 0.1 was declared)"));
   return c;
 }
 
@@ -288,6 +330,7 @@ class Builtin final : public properties::Implementation {
         .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
     declaration_.capabilities.adam =
         properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+    declaration_.capabilities.adagrad = entry.adagrad;
   }
   const properties::Declaration& declaration() const override { return declaration_; }
   properties::StepOutcome step(const reference::Case& c) override {

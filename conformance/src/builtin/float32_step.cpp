@@ -1,5 +1,6 @@
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
+#include "adagrad_step.hpp"
 #include "adam_step.hpp"
 
 #include <Eigen/Core>
@@ -426,6 +427,7 @@ reference::StepResult float32_step(const reference::Case& c, const Recipe& recip
   }
   // Adam's update from the gradients (the loops above leave its parameters as plain SGD's).
   if (c.optimizer.kind == reference::Optimizer::Kind::adam) adam_step(c, recipe, out);
+  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad) adagrad_step(c, recipe, out);
   return out;
 }
 

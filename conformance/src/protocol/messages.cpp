@@ -260,28 +260,39 @@ properties::MomentumSupport momentum_support(const json& v) {
   return out;
 }
 
-// The hello reply's "adam": {"weight_decay": ["coupled", "decoupled"], "eps_root": bool}
-// (each optional: none, false).
-properties::AdamSupport adam_support(const json& v) {
-  if (!v.is_object()) bad(fmt::format("adam is not an object: {}", show(v)));
-  properties::AdamSupport out;
+// The hello reply's "adam" or "adagrad" (named `name`): {"weight_decay": ["coupled",
+// "decoupled"], "eps_root": bool} (each optional: none, false).
+template <class Support>
+Support root_support(const json& v, const char* name) {
+  if (!v.is_object()) bad(fmt::format("{} is not an object: {}", name, show(v)));
+  Support out;
   if (const auto it = v.find("eps_root"); it != v.end()) {
-    if (!it->is_boolean()) bad(fmt::format("adam.eps_root is not true or false: {}", show(*it)));
+    if (!it->is_boolean())
+      bad(fmt::format("{}.eps_root is not true or false: {}", name, show(*it)));
     out.eps_root = it->get<bool>();
   }
   if (const auto it = v.find("weight_decay"); it != v.end()) {
-    if (!it->is_array()) bad(fmt::format("adam.weight_decay is not a list: {}", show(*it)));
+    if (!it->is_array()) bad(fmt::format("{}.weight_decay is not a list: {}", name, show(*it)));
     for (const json& e : *it) {
       const auto decay =
           e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
       if (!decay)
-        bad(fmt::format("adam.weight_decay lists {}, expected \"coupled\" or \"decoupled\"",
+        bad(fmt::format("{}.weight_decay lists {}, expected \"coupled\" or \"decoupled\"", name,
                         show(e)));
       (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
           true;
     }
   }
   return out;
+}
+
+// The same, as the hello reply writes it.
+template <class Support>
+ojson encode_root_support(const Support& s) {
+  ojson decays = ojson::array();
+  if (s.coupled_decay) decays.push_back("coupled");
+  if (s.decoupled_decay) decays.push_back("decoupled");
+  return {{"weight_decay", decays}, {"eps_root", s.eps_root}};
 }
 
 // The hello reply's "compute_format": a name ("tf32", ...) or {"fraction_bits": ..,
@@ -358,11 +369,15 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
       scalar("momentum", o.momentum);
       scalar("dampening", o.dampening);
       j["nesterov"] = o.nesterov;
-    } else {
+    } else if (o.kind == reference::Optimizer::Kind::adam) {
       scalar("b1", o.b1);
       scalar("b2", o.b2);
       scalar("eps", o.eps);
       scalar("eps_root", o.eps_root);
+    } else {
+      scalar("eps", o.eps);
+      scalar("eps_root", o.eps_root);
+      scalar("initial_accumulator_value", o.initial_accumulator_value);
     }
     scalar("weight_decay", o.weight_decay);
     j["decay"] = to_string(o.decay);
@@ -490,7 +505,10 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
   if (const auto m = j.find("momentum"); m != j.end())
     d.capabilities.momentum = momentum_support(*m);
-  if (const auto a = j.find("adam"); a != j.end()) d.capabilities.adam = adam_support(*a);
+  if (const auto a = j.find("adam"); a != j.end())
+    d.capabilities.adam = root_support<properties::AdamSupport>(*a, "adam");
+  if (const auto a = j.find("adagrad"); a != j.end())
+    d.capabilities.adagrad = root_support<properties::AdagradSupport>(*a, "adagrad");
   if (const auto r = j.find("recipe"); r != j.end()) {
     try {
       d.recipe = decode_recipe(*r);
@@ -561,8 +579,8 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
     // like unknown fields.
     if (!reports(out, c, promised.grads)) continue;
     if (out.reported == reference::Reported::with_grads) required(j, out.name, "grads");
-    if (out.reported == reference::Reported::with_momentum ||
-        out.reported == reference::Reported::with_adam) {
+    if (out.reported == reference::Reported::with_buffer ||
+        out.reported == reference::Reported::with_second_moment) {
       if (j.find(out.name) == j.end())
         bad(fmt::format("answer lacks {}, which a {} step returns", out.name,
                         to_string(c.optimizer.kind)));
@@ -626,12 +644,8 @@ std::string encode_hello_reply(const properties::Declaration& d) {
     j["momentum"] = {
         {"dampening", m->dampening}, {"nesterov", m->nesterov}, {"weight_decay", decays}};
   }
-  if (const auto& a = d.capabilities.adam) {
-    ojson decays = ojson::array();
-    if (a->coupled_decay) decays.push_back("coupled");
-    if (a->decoupled_decay) decays.push_back("decoupled");
-    j["adam"] = {{"weight_decay", decays}, {"eps_root", a->eps_root}};
-  }
+  if (const auto& a = d.capabilities.adam) j["adam"] = encode_root_support(*a);
+  if (const auto& a = d.capabilities.adagrad) j["adagrad"] = encode_root_support(*a);
   if (!d.recipe.empty()) j["recipe"] = encode_recipe(d.recipe);
   return j.dump(-1, ' ', false, ojson::error_handler_t::replace);
 }

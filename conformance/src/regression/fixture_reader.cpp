@@ -387,7 +387,7 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     if (a.state && !in.contains(a.name)) continue;
     if (a.state && !stateful)
       r.fail(std::string("inputs.") + a.name, "a momentum buffer without a momentum optimizer");
-    if (a.adam_only && !adam)
+    if (a.second_moment && !adam)
       r.fail(std::string("inputs.") + a.name, "a second moment without the Adam optimizer");
     c.*a.member = input_array(r, in, a.name, reference::dimensions(a.extent, c.n, c.d, c.k),
                               reference::dimension_names(a.extent));

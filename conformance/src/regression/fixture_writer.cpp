@@ -72,6 +72,10 @@ Json to_json(const Fixture& f) {
         "inputs.step: {} is beyond the largest counter a fixture holds, 2^53 - 2 (every JSON "
         "reader holds it exactly)",
         c.step));
+  // Format version 2 holds plain SGD, momentum and Adam steps.
+  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad)
+    throw std::invalid_argument(
+        "inputs.optimizer.kind: \"adagrad\": fixture format version 2 holds no Adagrad step");
   Json j = Json::object();
   j["format"] = format_name;
   j["version"] = needs_version_2(c) ? format_version_latest : format_version;

@@ -574,6 +574,72 @@ TEST(Messages, HelloRecipeFaultsNameTheField) {
     expect_hello_error(hello_with(mom + "," + field), needle);
 }
 
+// --- Adagrad: hello field "adagrad", its step's fields ---
+
+TEST(Messages, HelloAdagrad) {
+  const properties::Declaration d = decode_hello(hello_with(
+      R"(,"adagrad":{"weight_decay":["coupled"],"eps_root":true},"recipe":{"optimizers":)"
+      R"(["adagrad"],"hyperparameters":{"initial_accumulator_value":0.1,"eps_root":1e-7}})"));
+  ASSERT_TRUE(d.capabilities.adagrad);
+  EXPECT_TRUE(d.capabilities.adagrad->coupled_decay);
+  EXPECT_FALSE(d.capabilities.adagrad->decoupled_decay);
+  EXPECT_TRUE(d.capabilities.adagrad->eps_root);
+  EXPECT_FALSE(d.capabilities.adam);
+  EXPECT_EQ(d.recipe.range("initial_accumulator_value"), (properties::ValueRange{0.1f, 0.1f}));
+  const properties::Declaration again = decode_hello(encode_hello_reply(d));
+  ASSERT_TRUE(again.capabilities.adagrad);
+  EXPECT_TRUE(again.capabilities.adagrad->eps_root);
+  EXPECT_EQ(again.recipe, d.recipe);
+  const std::pair<std::string, std::string> faults[] = {
+      {R"(,"adagrad":[])", "adagrad is not an object"},
+      {R"(,"adagrad":{"eps_root":"yes"})", "adagrad.eps_root is not true or false"},
+      {R"(,"adagrad":{"weight_decay":"coupled"})", "adagrad.weight_decay is not a list"},
+      {R"(,"adagrad":{"weight_decay":["both"]})",
+       "adagrad.weight_decay lists \"both\", expected \"coupled\" or \"decoupled\""},
+      {R"(,"recipe":{"optimizers":["adagrad"]})",
+       "recipe.optimizers: lists \"adagrad\", which the implementation does not declare"},
+      {R"(,"adagrad":{},"recipe":{"hyperparameters":{"initial_accumulator_value":-1}})",
+       "recipe.initial_accumulator_value: -1 lies outside"},
+      {R"(,"recipe":{"hyperparameters":{"initial_accumulator_value":0.1}})",
+       "recipe.initial_accumulator_value: no optimizer the recipe runs takes it"},
+  };
+  for (const auto& [fields, needle] : faults) expect_hello_error(hello_with(fields), needle);
+}
+
+TEST(Messages, StepAdagrad) {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::adagrad;
+  c.optimizer.eps = 1e-10f;
+  c.optimizer.initial_accumulator_value = 0.5f;
+  const auto fresh = nlohmann::json::parse(encode_step(1, c));
+  EXPECT_EQ(fresh.at("optimizer"), "adagrad");
+  for (const char* key : {"eps", "eps_root", "initial_accumulator_value", "weight_decay", "decay"})
+    EXPECT_TRUE(fresh.contains(key)) << key;
+  for (const char* key : {"b1", "b2", "momentum", "second_moment_kernel", "momentum_kernel"})
+    EXPECT_FALSE(fresh.contains(key)) << key;
+  c.second_moment_kernel.assign(c.kernel.size(), 1.0f);
+  c.second_moment_bias.assign(c.bias.size(), 1.0f);
+  const auto carried = nlohmann::json::parse(encode_step(1, c));
+  EXPECT_TRUE(carried.contains("second_moment_kernel"));
+  EXPECT_FALSE(carried.contains("momentum_kernel"));
+  // Its answer returns the sum as the second moment, and no buffer.
+  reference::StepResult r;
+  r.loss = {1.0f};
+  r.kernel = r.grad_kernel = r.second_moment_kernel = c.kernel;
+  r.bias = r.grad_bias = r.second_moment_bias = c.bias;
+  const std::string answer = encode_result(7, r);
+  properties::Capabilities promised;
+  promised.grads = true;
+  const properties::StepOutcome back = decode_answer(answer, 7, c, promised);
+  ASSERT_TRUE(back.result);
+  EXPECT_EQ(back.result->second_moment_kernel, r.second_moment_kernel);
+  EXPECT_TRUE(back.result->momentum_kernel.empty());
+  nlohmann::json lacking = nlohmann::json::parse(answer);
+  lacking.erase("second_moment_bias");
+  expect_protocol_error(lacking.dump(), "answer lacks second_moment_bias, which a adagrad step",
+                        promised, c);
+}
+
 TEST(Messages, HelloMaxShards) {
   EXPECT_EQ(decode_hello(hello_with("")).capabilities.max_shards, 0) << "no limit";
   EXPECT_EQ(decode_hello(hello_with(R"(,"max_shards":1)")).capabilities.max_shards, 1);

@@ -36,6 +36,9 @@ struct CaseSpace {
   /// Adam, when the implementation takes it: the cases are then split evenly between
   /// plain SGD, momentum (if taken) and Adam.
   std::optional<AdamSupport> adam;
+  /// Adagrad, when the implementation takes it: one more share of the cases, drawn after
+  /// the others' so that a run without it draws as before.
+  std::optional<AdagradSupport> adagrad;
   /// The declared recipe (narrowed by the run's): the optimizers drawn, the hyperparameters'
   /// ranges, even batches. Cases are drawn and shrunk inside it.
   DeclaredRecipe recipe;
@@ -50,6 +53,12 @@ struct CaseSpace {
 /// eps_root (when taken) 0 in half the cases, else log-uniform in [1e-16, 1e-4]; weight
 /// decay as for momentum.
 reference::Optimizer draw_adam(std::mt19937_64& rng, const AdamSupport& support);
+
+/// An Adagrad optimizer within `support`: eps (outside the root) 1e-10 in one case of
+/// three, else log-uniform in [1e-12, 1e-2], or the same values as eps_root (inside, when
+/// the implementation puts it there); initial_accumulator_value 0 in one case of three, 0.1
+/// in one, else log-uniform in [1e-6, 1]; weight decay as for momentum.
+reference::Optimizer draw_adagrad(std::mt19937_64& rng, const AdagradSupport& support);
 
 /// A momentum optimizer within `support`: momentum 0.9 in one case of four, 0 in one of
 /// eight, else log-uniform in [0.5, 0.999]; dampening (when taken) 0 in half the cases,

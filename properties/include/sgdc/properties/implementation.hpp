@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sgdc/properties/declared_recipe.hpp"
@@ -36,6 +37,17 @@ struct AdamSupport {
   bool eps_root = false;         ///< an eps_root other than 0 (optax)
 };
 
+/// What an implementation of Adagrad takes (hello field "adagrad"); with it, the
+/// implementation returns the sum of squares (as second_moment_kernel and
+/// second_moment_bias) after every Adagrad step.
+struct AdagradSupport {
+  bool coupled_decay = false;    ///< weight decay added to the gradient (torch.optim.Adagrad)
+  bool decoupled_decay = false;  ///< weight decay outside the sum (optax, decay chained after)
+  /// Where its epsilon sits: inside the square root (optax.adagrad: eps = 0, eps_root above
+  /// 0) rather than outside (torch.optim.Adagrad: eps above 0, eps_root = 0).
+  bool eps_root = false;
+};
+
 /// Optional outputs and behaviours an implementation promises.
 struct Capabilities {
   bool grads = false;         ///< reports grad_kernel and grad_bias
@@ -53,7 +65,16 @@ struct Capabilities {
   std::optional<MomentumSupport> momentum;
   /// Adam, when the implementation offers it.
   std::optional<AdamSupport> adam;
+  /// Adagrad, when the implementation offers it.
+  std::optional<AdagradSupport> adagrad;
 };
+
+/// Whether `caps` declare the optimizer `kind` (plain SGD: always).
+bool declares(const Capabilities& caps, reference::Optimizer::Kind kind);
+
+/// The weight-decay conventions `caps` declare for the optimizer `kind`: {coupled,
+/// decoupled}; none for plain SGD or an optimizer not declared.
+std::pair<bool, bool> decay_conventions(const Capabilities& caps, reference::Optimizer::Kind kind);
 
 /// Who is under test and how it computes.
 struct Declaration {

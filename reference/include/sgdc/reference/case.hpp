@@ -21,6 +21,7 @@ struct Optimizer {
     sgd,       ///< p' = p - lr (g + wd p)
     momentum,  ///< SGD with a momentum buffer (heavy ball or Nesterov)
     adam,      ///< Adam: two moments, bias correction (AdamW with decoupled decay)
+    adagrad,   ///< Adagrad: a running sum of squared gradients scales each element's step
   };
   /// Where the weight decay enters with momentum or Adam.
   enum class Decay {
@@ -37,6 +38,8 @@ struct Optimizer {
   float b2 = 0.0f;        ///< Adam's second-moment decay, in [0, 1)
   float eps = 0.0f;       ///< Adam's epsilon outside the square root, > 0
   float eps_root = 0.0f;  ///< Adam's epsilon inside the square root (optax), >= 0
+  /// Adagrad's accumulator before its first step (torch 0, optax 0.1), >= 0.
+  float initial_accumulator_value = 0.0f;
 
   friend bool operator==(const Optimizer&, const Optimizer&) = default;
 };
@@ -48,7 +51,40 @@ inline float applied_dampening(const Optimizer& o) {
   return o.momentum == 0.0f ? 0.0f : o.dampening;
 }
 
-/// "sgd", "momentum", "adam"; "coupled", "decoupled"; and back.
+/// What one optimizer is, as data: its name and the state it keeps between steps. The
+/// rest of its definition (hyperparameters: hyperparameters.hpp; its update, bound and
+/// certificate: the reference's sources) reads this row.
+struct OptimizerInfo {
+  Optimizer::Kind kind;
+  const char* name;  ///< as in the protocol, fixtures, recipes and reports
+  /// Keeps a buffer (momentum_kernel, momentum_bias): the momentum buffer, Adam's first
+  /// moment.
+  bool buffer;
+  /// Keeps a second moment (second_moment_kernel, second_moment_bias): Adam's second
+  /// moment, Adagrad's sum of squared gradients.
+  bool second_moment;
+};
+
+/// Every optimizer, in protocol order.
+inline constexpr std::array<OptimizerInfo, 4> optimizer_table{{
+    {Optimizer::Kind::sgd, "sgd", false, false},
+    {Optimizer::Kind::momentum, "momentum", true, false},
+    {Optimizer::Kind::adam, "adam", true, true},
+    {Optimizer::Kind::adagrad, "adagrad", false, true},
+}};
+
+static_assert([] {
+  for (std::size_t i = 0; i < optimizer_table.size(); ++i)
+    if (static_cast<std::size_t>(optimizer_table[i].kind) != i) return false;
+  return true;
+}());
+
+/// The table row of `kind`.
+constexpr const OptimizerInfo& info(Optimizer::Kind kind) {
+  return optimizer_table[static_cast<std::size_t>(kind)];
+}
+
+/// "sgd", "momentum", "adam", "adagrad"; "coupled", "decoupled"; and back.
 const char* to_string(Optimizer::Kind kind);
 const char* to_string(Optimizer::Decay decay);
 std::optional<Optimizer::Kind> parse_optimizer_kind(std::string_view name);
@@ -80,8 +116,9 @@ struct Case {
   /// The momentum buffer before the step, [d][k] and [k], with a momentum optimizer, or
   /// Adam's first moment; both empty: fresh state, the optimizer's first step.
   std::vector<float> momentum_kernel, momentum_bias;
-  /// Adam's second moment before the step, [d][k] and [k], every value >= 0; empty in
-  /// fresh state.
+  /// Adam's second moment or Adagrad's sum of squares before the step, [d][k] and [k],
+  /// every value >= 0; empty in fresh state (Adagrad's sum is then
+  /// optimizer.initial_accumulator_value).
   std::vector<float> second_moment_kernel, second_moment_bias;
   /// The bias's parameter group; none: the bias takes the kernel's hyperparameters.
   std::optional<ParamGroup> bias_group;
@@ -103,8 +140,13 @@ struct InputArray {
   const char* name;  ///< as in the protocol and fixtures
   std::vector<float> Case::*member;
   Extent extent;
-  bool state;              ///< optimizer state: empty in fresh state, and sent only when present
-  bool adam_only = false;  ///< state that only Adam keeps
+  bool state;  ///< optimizer state: empty in fresh state, and sent only when present
+  bool second_moment = false;  ///< a second moment (else, for state, the buffer)
+
+  /// Whether an optimizer of `kind` keeps this array (state or not).
+  bool kept_by(Optimizer::Kind kind) const {
+    return !state || (second_moment ? info(kind).second_moment : info(kind).buffer);
+  }
 };
 
 /// The array inputs in protocol order (the scalar `lr` comes before them).

@@ -25,14 +25,14 @@ struct StepValues {
   Scalar loss;                 ///< mean of r^2 over all n*k elements
   Matrix<Scalar> grad_kernel;  ///< 2/(n k) x^T r, [d][k]
   Matrix<Scalar> grad_bias;    ///< 2/(n k) sum_n r, [1][k]
-  /// W', the optimizer's update of W (W - lr gW for plain SGD); Adam's is irrational:
-  /// empty in rationals (AdamUpdate in the rounded step encloses it).
+  /// W', the optimizer's update of W (W - lr gW for plain SGD); Adam's and Adagrad's are
+  /// irrational: empty in rationals (AdamUpdate in the rounded step encloses them).
   Matrix<Scalar> kernel;
   Matrix<Scalar> bias;  ///< b', [1][k]; as the kernel
   /// The momentum buffer (Adam: first moment) after the step, [d][k] and [1][k]; empty
   /// without one.
   Matrix<Scalar> momentum_kernel, momentum_bias;
-  /// Adam's second moment after the step; empty without Adam.
+  /// Adam's second moment (Adagrad's sum of squares) after the step; empty without one.
   Matrix<Scalar> second_moment_kernel, second_moment_bias;
 };
 

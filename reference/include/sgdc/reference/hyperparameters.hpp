@@ -6,6 +6,7 @@
 /// (a declared recipe, its codec, a report of drawn ranges) reads this table.
 
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 
@@ -16,8 +17,9 @@ namespace sgdc::reference {
 /// One hyperparameter of the step.
 struct Hyperparameter {
   const char* name;  ///< as in the protocol, fixtures and recipes
-  /// Which optimizers take it: plain SGD only `lr`.
-  bool sgd, momentum, adam;
+  /// Which optimizers take it (a set of optimizer_table rows, takers()): plain SGD only
+  /// `lr`.
+  unsigned takers;
   /// The finite values where the step is defined: [lowest, highest], each end open when
   /// its flag says so (eps > 0, b1 < 1).
   float lowest, highest;
@@ -26,8 +28,8 @@ struct Hyperparameter {
   void (*set)(Case&, float);
 
   /// Whether the optimizer `kind` takes this hyperparameter.
-  bool taken_by(Optimizer::Kind kind) const {
-    return kind == Optimizer::Kind::sgd ? sgd : kind == Optimizer::Kind::momentum ? momentum : adam;
+  constexpr bool taken_by(Optimizer::Kind kind) const {
+    return (takers >> static_cast<unsigned>(kind)) & 1u;
   }
   /// Whether `v` lies where the step is defined.
   bool valid(float v) const {
@@ -35,32 +37,44 @@ struct Hyperparameter {
   }
 };
 
-namespace detail {
-inline constexpr float unbounded = 3.40282347e38f;  // FLT_MAX: any finite value
+/// The set of optimizers `kinds`, as Hyperparameter::takers holds it.
+constexpr unsigned takers(std::initializer_list<Optimizer::Kind> kinds) {
+  unsigned set = 0;
+  for (Optimizer::Kind k : kinds) set |= 1u << static_cast<unsigned>(k);
+  return set;
 }
 
+namespace detail {
+inline constexpr float unbounded = 3.40282347e38f;  // FLT_MAX: any finite value
+using K = Optimizer::Kind;
+inline constexpr unsigned every_optimizer = takers({K::sgd, K::momentum, K::adam, K::adagrad});
+}  // namespace detail
+
 /// Every hyperparameter, in protocol order.
-inline constexpr std::array<Hyperparameter, 8> hyperparameters{{
-    {"lr", true, true, true, 0.0f, detail::unbounded, false, false,
+inline constexpr std::array<Hyperparameter, 9> hyperparameters{{
+    {"lr", detail::every_optimizer, 0.0f, detail::unbounded, false, false,
      [](const Case& c) { return c.lr; }, [](Case& c, float v) { c.lr = v; }},
-    {"momentum", false, true, false, 0.0f, 1.0f, false, false,
+    {"momentum", takers({detail::K::momentum}), 0.0f, 1.0f, false, false,
      [](const Case& c) { return c.optimizer.momentum; },
      [](Case& c, float v) { c.optimizer.momentum = v; }},
-    {"dampening", false, true, false, 0.0f, 1.0f, false, false,
+    {"dampening", takers({detail::K::momentum}), 0.0f, 1.0f, false, false,
      [](const Case& c) { return c.optimizer.dampening; },
      [](Case& c, float v) { c.optimizer.dampening = v; }},
-    {"weight_decay", false, true, true, 0.0f, detail::unbounded, false, false,
-     [](const Case& c) { return c.optimizer.weight_decay; },
+    {"weight_decay", takers({detail::K::momentum, detail::K::adam, detail::K::adagrad}), 0.0f,
+     detail::unbounded, false, false, [](const Case& c) { return c.optimizer.weight_decay; },
      [](Case& c, float v) { c.optimizer.weight_decay = v; }},
-    {"b1", false, false, true, 0.0f, 1.0f, false, true,
+    {"b1", takers({detail::K::adam}), 0.0f, 1.0f, false, true,
      [](const Case& c) { return c.optimizer.b1; }, [](Case& c, float v) { c.optimizer.b1 = v; }},
-    {"b2", false, false, true, 0.0f, 1.0f, false, true,
+    {"b2", takers({detail::K::adam}), 0.0f, 1.0f, false, true,
      [](const Case& c) { return c.optimizer.b2; }, [](Case& c, float v) { c.optimizer.b2 = v; }},
-    {"eps", false, false, true, 0.0f, detail::unbounded, true, false,
+    {"eps", takers({detail::K::adam, detail::K::adagrad}), 0.0f, detail::unbounded, true, false,
      [](const Case& c) { return c.optimizer.eps; }, [](Case& c, float v) { c.optimizer.eps = v; }},
-    {"eps_root", false, false, true, 0.0f, detail::unbounded, false, false,
-     [](const Case& c) { return c.optimizer.eps_root; },
+    {"eps_root", takers({detail::K::adam, detail::K::adagrad}), 0.0f, detail::unbounded, false,
+     false, [](const Case& c) { return c.optimizer.eps_root; },
      [](Case& c, float v) { c.optimizer.eps_root = v; }},
+    {"initial_accumulator_value", takers({detail::K::adagrad}), 0.0f, detail::unbounded, false,
+     false, [](const Case& c) { return c.optimizer.initial_accumulator_value; },
+     [](Case& c, float v) { c.optimizer.initial_accumulator_value = v; }},
 }};
 
 /// The row named `name`, or none.

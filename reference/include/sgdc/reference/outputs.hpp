@@ -37,9 +37,9 @@ enum class Extent {
 /// When an output is part of a step's result.
 enum class Reported {
   always,
-  with_grads,     ///< by implementations that declare `grads`
-  with_momentum,  ///< in the steps whose optimizer keeps a buffer: momentum, Adam's first moment
-  with_adam,      ///< in Adam steps: the second moment
+  with_grads,          ///< by implementations that declare `grads`
+  with_buffer,         ///< in the steps whose optimizer keeps a buffer (case.hpp, optimizer_table)
+  with_second_moment,  ///< in the steps whose optimizer keeps a second moment
 };
 
 /// One row of the output table.
@@ -57,10 +57,11 @@ inline constexpr std::array<OutputInfo, 9> output_table{{
     {Output::bias, "bias", Extent::bias, Reported::always},
     {Output::grad_kernel, "grad_kernel", Extent::kernel, Reported::with_grads},
     {Output::grad_bias, "grad_bias", Extent::bias, Reported::with_grads},
-    {Output::momentum_kernel, "momentum_kernel", Extent::kernel, Reported::with_momentum},
-    {Output::momentum_bias, "momentum_bias", Extent::bias, Reported::with_momentum},
-    {Output::second_moment_kernel, "second_moment_kernel", Extent::kernel, Reported::with_adam},
-    {Output::second_moment_bias, "second_moment_bias", Extent::bias, Reported::with_adam},
+    {Output::momentum_kernel, "momentum_kernel", Extent::kernel, Reported::with_buffer},
+    {Output::momentum_bias, "momentum_bias", Extent::bias, Reported::with_buffer},
+    {Output::second_moment_kernel, "second_moment_kernel", Extent::kernel,
+     Reported::with_second_moment},
+    {Output::second_moment_bias, "second_moment_bias", Extent::bias, Reported::with_second_moment},
 }};
 
 /// The outputs alone, in report order.
@@ -98,7 +99,7 @@ struct PerOutput {
   T grad_bias{};
   T momentum_kernel{};  ///< the momentum buffer (Adam: first moment) after the step
   T momentum_bias{};
-  T second_moment_kernel{};  ///< Adam's second moment after the step
+  T second_moment_kernel{};  ///< Adam's second moment (Adagrad's sum) after the step
   T second_moment_bias{};
 
   T& operator[](Output o) { return at(*this, o); }

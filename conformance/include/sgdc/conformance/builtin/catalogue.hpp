@@ -4,6 +4,7 @@
 /// correct variants the suite must accept, and mutants it must reject.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,8 @@ struct Entry {
   std::string named_by;
   /// The recipe it declares (properties::DeclaredRecipe): a variant correct only inside one.
   properties::DeclaredRecipe declared{};
+  /// Adagrad, where it declares it (the recipe then runs Adagrad alone).
+  std::optional<properties::AdagradSupport> adagrad{};
 };
 
 /// Every built-in, reference first, then variants, then mutants.

@@ -57,6 +57,9 @@ enum class Bug {
   gradients_accumulate,             ///< each plain-SGD gradient added to the last call's
   no_decay_on_bias,                 ///< the bias stepped without weight decay (a param group)
   bias_group_ignored,               ///< the bias stepped with the kernel's hyperparameters
+  adagrad_eps_swapped,              ///< Adagrad's eps on the other side of the square root
+  adagrad_sum_reset_every_step,     ///< Adagrad's sum started afresh at every step
+  adagrad_initial_value_ignored,    ///< a fresh sum of 0, not initial_accumulator_value
 };
 
 /// How a built-in computes Adam's update (docs/error-model.md, section 14).
@@ -67,6 +70,12 @@ enum class AdamForm {
                 ///< reciprocals times the moments
 };
 
+/// How a built-in computes Adagrad's update (docs/error-model.md, section 16).
+enum class AdagradForm {
+  torch,  ///< torch.optim.Adagrad: addcmul (an FMA) into the sum, sqrt + eps, addcdiv
+  optax,  ///< optax.adagrad under jit: rsqrt(sum + eps) times the gradient, fma(-lr, u, p)
+};
+
 /// A built-in implementation's way of computing the step.
 struct Recipe {
   Order order = Order::eigen;
@@ -75,6 +84,7 @@ struct Recipe {
   bool scale_first = false;  ///< scale residuals by 2/(N K) before reducing (as autodiff does)
   bool wide_state = false;   ///< the momentum buffer (Adam: moments) and direction in double
   AdamForm adam = AdamForm::textbook;
+  AdagradForm adagrad = AdagradForm::torch;
   /// The products' inputs (x and W in x W, x and the residual's gradient in x^T r) rounded
   /// to this format, the products accumulated in float32: what tensor cores do.
   reference::Format matmul_inputs = reference::formats::float32;
