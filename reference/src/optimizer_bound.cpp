@@ -138,8 +138,8 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       const double e_s = e_s0 + g5 * (s + e_s0) + eta;
       // (A7) D = s + eps, at least eps as computed (s >= 0); a = mh / D.
       const double den = s + eps, e_den = e_s + u * (den + e_s) + eta;
-      const double floor = eps == 0.0 ? root_floor * (1.0 - u) - eta : eps * (1.0 - u) - eta;
-      const double den_low = std::max(den * (1.0 - 0x1p-50) - e_den, floor);
+      const double den_floor = eps == 0.0 ? root_floor * (1.0 - u) - eta : eps * (1.0 - u) - eta;
+      const double den_low = std::max(den * (1.0 - 0x1p-50) - e_den, den_floor);
       const double a = mh / den;
       const double e_a0 = (e_mh + mh * e_den / den) / den_low;
       // (D2) Adagrad's a may be ge * rsqrt(w) (optax): a reciprocal and a product, two
