@@ -146,7 +146,10 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       // roundings where the quotient has one.
       const double e_a = adagrad ? e_a0 + g2 * (a + e_a0) + 2.0 * eta : e_a0 + u * (a + e_a0) + eta;
       // (A8) the update, as (O4) with a for the direction.
-      const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau);
+      // (A8) torch's addcdiv forms lr m' before dividing by D: that product's underflow,
+      // eta, divided by D.
+      const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau) +
+                         (1.0 + g4) * eta / den_low;
       m_out[i].bound = e_m * evaluation_slack;
       v_out[i].bound = e_v * evaluation_slack;
       const bool read_over = inputs_over || p > omega || m > omega || v > omega;
@@ -164,9 +167,11 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
           v_out[i].may_overflow || over((vh + e_vh) * (1.0 + g4)) || over((w + e_w) * (1.0 + u));
       p_out[i].bound = root_over ? std::numeric_limits<double>::infinity() : e_p * evaluation_slack;
       from_grad[i] = p_out[i].bound;
+      // torch's addcdiv(m, den, value=-lr) multiplies before it divides: lr m' (lr / bc1
+      // times m' for Adam) is an intermediate too.
       p_out[i].may_overflow = m_out[i].may_overflow || v_out[i].may_overflow ||
                               over((mh + e_mh) * (1.0 + g4)) || over((vh + e_vh) * (1.0 + g4)) ||
-                              over((a + e_a) * (1.0 + u)) ||
+                              over((a + e_a) * (1.0 + u)) || over(lr * (mh + e_mh) * (1.0 + g4)) ||
                               over((p + tau + lr * (a + e_a) + lr * wd * p) * (1.0 + g4));
     }
     if (adagrad) m_out.clear();  // no first moment

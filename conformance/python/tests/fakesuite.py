@@ -22,7 +22,8 @@ F32 = np.float32
 ARRAYS = ("loss", "kernel", "bias", "grad_kernel", "grad_bias")
 INPUTS = ("lr", "kernel", "bias", "x", "y")
 # 1-element arrays, like lr
-HYPERPARAMETERS = ("momentum", "dampening", "weight_decay", "b1", "b2", "eps", "eps_root")
+HYPERPARAMETERS = ("momentum", "dampening", "weight_decay", "b1", "b2", "eps", "eps_root",
+                   "initial_accumulator_value")
 BUFFERS = ("momentum_kernel", "momentum_bias")  # an input and, after the step, an output
 SECOND_MOMENTS = ("second_moment_kernel", "second_moment_bias")  # Adam's, the same way
 # Every option of SGD with momentum, as a hello's "momentum" declares it.
@@ -77,6 +78,21 @@ def with_adam(case: dict[str, Any], *, b1: float = 0.9, b2: float = 0.999, eps: 
 
 
 # The worked example of docs/spec/step.md: loss 2.5, kernel 0.5, bias -0.3.
+def with_adagrad(case: dict[str, Any], *, eps: float = 1e-10, eps_root: float = 0.0,
+                 initial_accumulator_value: float = 0.0, weight_decay: float = 0.0,
+                 decay: str = "coupled", state: bool = True, seed: int = 1) -> dict[str, Any]:
+    """`case` as an Adagrad step: its fields "optimizer", the hyperparameters, and with
+    `state` a random sum of squares before the step, else fresh state."""
+    out = {**case, "optimizer": "adagrad", "eps": F32(eps), "eps_root": F32(eps_root),
+           "initial_accumulator_value": F32(initial_accumulator_value),
+           "weight_decay": F32(weight_decay), "decay": decay}
+    if state:
+        rng = np.random.default_rng(seed)
+        for name in ("kernel", "bias"):
+            out["second_moment_" + name] = np.square(rng.standard_normal(case[name].shape)).astype(F32)
+    return out
+
+
 WORKED = make_case(2, 1, 1, lr=0.1, kernel=[[1]], bias=[0], x=[[1], [2]], y=[[0], [0]])
 
 
@@ -171,6 +187,29 @@ def adam_step(case: sgdc_adapter.Case) -> dict[str, Any]:
             case.kernel, out["grad_kernel"], case.momentum_kernel, case.second_moment_kernel)
         out["bias"], out["momentum_bias"], out["second_moment_bias"] = update(
             case.bias, out["grad_bias"], case.momentum_bias, case.second_moment_bias)
+    return out
+
+
+def adagrad_step(case: sgdc_adapter.Case) -> dict[str, Any]:
+    """A correct float32 step, plain or Adagrad (either eps, both decays), elementwise."""
+    o = case.optimizer
+    if not isinstance(o, sgdc_adapter.AdagradOptimizer):
+        return momentum_step(case)
+    out = numpy_step(case)
+
+    def update(p: Any, g: Any, s: Any) -> tuple[Any, Any]:
+        ge = g + o.weight_decay * p if o.decay == "coupled" else g
+        s = (np.full_like(p, o.initial_accumulator_value) if s is None else s) + ge * ge
+        a = ge / (np.sqrt(s + o.eps_root) + o.eps)
+        if o.decay == "decoupled":
+            a = a + o.weight_decay * p
+        return p - case.lr * a, s
+
+    with np.errstate(all="ignore"):
+        out["kernel"], out["second_moment_kernel"] = update(case.kernel, out["grad_kernel"],
+                                                            case.second_moment_kernel)
+        out["bias"], out["second_moment_bias"] = update(case.bias, out["grad_bias"],
+                                                        case.second_moment_bias)
     return out
 
 

@@ -114,9 +114,9 @@ def test_plain_sgd_may_be_named() -> None:
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"optimizer": "lamb"}, "optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got "
+    ({"optimizer": "lamb"}, "optimizer: expected \"momentum\", \"adam\" or \"adagrad\" (or \"sgd\"), got "
                             "'lamb'"),
-    ({"optimizer": None}, "optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got None"),
+    ({"optimizer": None}, "optimizer: expected \"momentum\", \"adam\" or \"adagrad\" (or \"sgd\"), got None"),
     ({"b1": enc([0.9])}, "b1: an Adam step's field, in a momentum step"),
     ({"second_moment_bias": enc([1])}, "second_moment_bias: an Adam step's field, in a momentum "
                                        "step"),

@@ -39,9 +39,9 @@ void update(const reference::Case& c, AdagradForm form, Bug bug, const std::vect
         // param.addcdiv_(grad, std, value=-lr).
         s_new = std::fma(ge, ge, s);
         const T std_dev = std::sqrt(s_new + root_eps) + outer_eps;
-        T a = ge / std_dev;
-        if (decoupled && wd != T(0)) a += wd * pi;
-        next = pi - lr * a;
+        // addcdiv: value * tensor1 / tensor2, the product first.
+        next = pi + (-lr * ge) / std_dev;
+        if (decoupled && wd != T(0)) next -= lr * wd * pi;
         break;
       }
       case AdagradForm::optax: {

@@ -19,11 +19,20 @@ constexpr std::array<std::pair<std::string_view, int>, 6> dtypes = {{{"float32",
                                                                      {"float8_e4m3fn", 1},
                                                                      {"float8_e5m2", 1}}};
 
-constexpr std::array<std::pair<std::string_view, OptimizerState>, 4> optimizer_names_table = {
+constexpr std::array<std::pair<std::string_view, OptimizerState>, 5> optimizer_names_table = {
     {{"sgd", OptimizerState::sgd},
      {"momentum", OptimizerState::momentum},
      {"adam", OptimizerState::adam},
-     {"adamw", OptimizerState::adam}}};
+     {"adamw", OptimizerState::adam},
+     {"adagrad", OptimizerState::adagrad}}};
+
+// Which optimizers keep a step counter of their own: torch.optim's Adam(W) and Adagrad (a
+// `step` tensor per parameter; SGD none), optax's Adam (`count`; scale_by_rss and trace
+// none).
+bool torch_counts_steps(OptimizerState o) {
+  return o == OptimizerState::adam || o == OptimizerState::adagrad;
+}
+bool optax_counts_steps(OptimizerState o) { return o == OptimizerState::adam; }
 
 constexpr std::array<std::pair<std::string_view, CounterLayout>, 4> counter_layouts = {
     {{"shard", CounterLayout::one_per_shard},
@@ -32,21 +41,21 @@ constexpr std::array<std::pair<std::string_view, CounterLayout>, 4> counter_layo
      {"nnx", CounterLayout::nnx}}};
 
 const char* counter_words(CounterLayout layout, OptimizerState o) {
-  const bool counts_steps = o == OptimizerState::adam;
   switch (layout) {
     case CounterLayout::one_per_shard:
       return "a 4-byte step counter on every shard";
     case CounterLayout::torch:
-      return counts_steps ? "torch.optim's float32 `step` tensor per parameter (weight, bias) "
-                            "on every shard"
-                          : "no step counter (torch.optim's SGD keeps none)";
+      return torch_counts_steps(o)
+                 ? "torch.optim's float32 `step` tensor per parameter (weight, bias) on every "
+                   "shard"
+                 : "no step counter (torch.optim's SGD keeps none)";
     case CounterLayout::optax:
-      return counts_steps ? "optax's int32 `count` on every shard"
-                          : "no step counter (optax's sgd keeps none)";
+      return optax_counts_steps(o) ? "optax's int32 `count` on every shard"
+                                   : "no step counter (optax's sgd and adagrad keep none)";
     case CounterLayout::nnx:
-      return counts_steps ? "nnx.Optimizer's uint32 `step` and optax's int32 `count` on every "
-                            "shard"
-                          : "nnx.Optimizer's uint32 `step` on every shard";
+      return optax_counts_steps(o)
+                 ? "nnx.Optimizer's uint32 `step` and optax's int32 `count` on every shard"
+                 : "nnx.Optimizer's uint32 `step` on every shard";
   }
   return "?";
 }
@@ -59,6 +68,8 @@ const char* name_of(OptimizerState o) {
       return "momentum";
     case OptimizerState::adam:
       return "adam";
+    case OptimizerState::adagrad:
+      return "adagrad";
   }
   return "?";
 }
@@ -71,6 +82,8 @@ const char* state_words(OptimizerState o) {
       return "momentum keeps one accumulator per parameter";
     case OptimizerState::adam:
       return "Adam keeps two moments per parameter";
+    case OptimizerState::adagrad:
+      return "Adagrad keeps one sum of squares per parameter";
   }
   return "?";
 }
@@ -93,7 +106,7 @@ OptimizerState parse_optimizer(std::string_view name) {
   for (const auto& [known, o] : optimizer_names_table)
     if (name == known) return o;
   throw std::invalid_argument(
-      fmt::format("unknown optimizer \"{}\"; known: sgd, momentum, adam, adamw", name));
+      fmt::format("unknown optimizer \"{}\"; known: sgd, momentum, adam, adamw, adagrad", name));
 }
 
 CounterLayout parse_counter_layout(std::string_view name) {
@@ -106,16 +119,15 @@ CounterLayout parse_counter_layout(std::string_view name) {
 std::int64_t counter_bytes(CounterLayout layout, OptimizerState o) {
   // Linear's two parameters, weight and bias.
   constexpr std::int64_t parameters = 2;
-  const bool counts_steps = o == OptimizerState::adam;
   switch (layout) {
     case CounterLayout::one_per_shard:
       return step_counter_bytes;
     case CounterLayout::torch:
-      return counts_steps ? parameters * 4 : 0;
+      return torch_counts_steps(o) ? parameters * 4 : 0;
     case CounterLayout::optax:
-      return counts_steps ? 4 : 0;
+      return optax_counts_steps(o) ? 4 : 0;
     case CounterLayout::nnx:
-      return 4 + (counts_steps ? 4 : 0);
+      return 4 + (optax_counts_steps(o) ? 4 : 0);
   }
   return 0;
 }
@@ -128,6 +140,8 @@ int state_tensors(OptimizerState o) {
       return 1;
     case OptimizerState::adam:
       return 2;
+    case OptimizerState::adagrad:
+      return 1;
   }
   return 0;
 }

@@ -39,6 +39,7 @@ TEST(Storage, OptimizerStateAndDtype) {
     EXPECT_EQ(m.per_shard[s].parameter_bytes, 3 * 2);  // 6 values over 2 shards, 2 bytes each
     EXPECT_EQ(m.per_shard[s].state_bytes, 3 * 2);
     EXPECT_EQ(a.per_shard[s].state_bytes, 2 * 3 * 2);
+    EXPECT_EQ(plan(2, 2, 2, "bfloat16", "adagrad").per_shard[s].state_bytes, 3 * 2);
   }
 }
 
@@ -110,6 +111,10 @@ TEST(Storage, MixedPrecisionAsFsdp2KeepsIt) {
 TEST(Storage, StepCountersAsEachFrameworkKeepsThem) {
   // torch.optim: a float32 step per parameter (weight, bias) for Adam(W), none for SGD.
   EXPECT_EQ(counter_bytes(CounterLayout::torch, OptimizerState::adam), 8);
+  // torch.optim.Adagrad keeps a `step` per parameter; optax's scale_by_rss no count.
+  EXPECT_EQ(counter_bytes(CounterLayout::torch, OptimizerState::adagrad), 8);
+  EXPECT_EQ(counter_bytes(CounterLayout::optax, OptimizerState::adagrad), 0);
+  EXPECT_EQ(counter_bytes(CounterLayout::nnx, OptimizerState::adagrad), 4);
   EXPECT_EQ(counter_bytes(CounterLayout::torch, OptimizerState::momentum), 0);
   EXPECT_EQ(counter_bytes(CounterLayout::torch, OptimizerState::sgd), 0);
   // optax: an int32 count in Adam's state; nnx.Optimizer adds its uint32 step.

@@ -85,6 +85,17 @@ other than 0 without eps_root, a weight decay other than 0 by an undeclared conv
 is answered with op "error" before `step` sees it. Tell the optimizers apart with
 `isinstance(case.optimizer, AdamOptimizer)` (or `case.optimizer.kind`).
 
+Adagrad: with an `adagrad` declaration ({"weight_decay": [...], "eps_root": bool}), the
+suite also sends Adagrad steps. Such a case has `case.optimizer`, an `AdagradOptimizer`
+(kind "adagrad"; eps, eps_root, initial_accumulator_value and weight_decay numpy float32
+scalars; decay "coupled" or "decoupled") and `case.second_moment_kernel` [d, k] and
+`case.second_moment_bias` [k], the sum of squared gradients before the step (None in
+fresh state, where it is initial_accumulator_value). In exact arithmetic: ge as for Adam;
+s' = s + ge**2; a = ge / (sqrt(s' + eps_root) + eps); p' as for Adam. The step returns
+"second_moment_kernel" and "second_moment_bias", s'. torch's eps sits outside the root
+(declare eps_root False: cases have eps_root 0), optax's inside (eps_root True: cases
+have eps 0).
+
 Batches: a step that is faster on many cases at once (one vectorised or compiled call)
 is served with `serve(step_batch=fn, max_batch=M, ...)` instead of `step`. The suite
 then may send up to M consecutive cases as one batch; `fn` receives them as a list of
@@ -127,21 +138,23 @@ import sys
 from types import ModuleType
 from typing import NoReturn, Unpack
 
-from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, AdamOptimizer, Arrays, Case,
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, AdagradOptimizer, AdamOptimizer,
+                     Arrays, Case,
                      Optimizer, StepOutput, build_result, decode, encode, parse_case, reference)
 from ._codec import RejectCase as RejectCase
 from ._serve import (COMPUTE_FORMATS, COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS,
-                     PROTOCOL, Adapter, AdamSupport, BatchOutput, ComputeFormat, Declarations,
+                     PROTOCOL, AdagradSupport, Adapter, AdamSupport, BatchOutput, ComputeFormat, Declarations,
                      MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
-                     adam_declaration, check_declared, compute_format_declaration,
+                     adagrad_declaration, adam_declaration, check_declared, compute_format_declaration,
                      counter_declaration, momentum_declaration, reserve_stdout)
 
 __all__ = [
     "CAPABILITIES", "COMPUTE_FORMATS", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS",
-    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "Adapter", "AdamOptimizer",
+    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "AdagradOptimizer",
+    "AdagradSupport", "Adapter", "AdamOptimizer",
     "AdamSupport", "Arrays", "BatchOutput", "Case", "ComputeFormat", "Declarations",
     "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase", "StepBatchFn",
-    "StepFn", "StepOutput", "Writer", "adam_declaration", "build_result", "check_declared",
+    "StepFn", "StepOutput", "Writer", "adagrad_declaration", "adam_declaration", "build_result", "check_declared",
     "compilation_cache_dir", "compute_format_declaration", "counter_declaration", "decode",
     "enable_jax_compilation_cache", "encode", "momentum_declaration", "parse_case", "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",

@@ -24,6 +24,9 @@ MOMENTUM_FIELDS = ("momentum", "dampening", "nesterov", "weight_decay", "decay",
                    "momentum_kernel", "momentum_bias")
 # The step message's fields that only an Adam step carries.
 ADAM_FIELDS = ("b1", "b2", "eps", "eps_root", "second_moment_kernel", "second_moment_bias")
+# The step message's fields that only an Adagrad step carries (with eps, eps_root,
+# weight_decay, decay and, in carried state, second_moment_kernel and second_moment_bias).
+ADAGRAD_FIELDS = ("initial_accumulator_value",)
 # An Adam step's state before the step: the first moment m and the second moment v, all
 # four present or (fresh state) all four absent.
 ADAM_STATE = ("momentum_kernel", "momentum_bias", "second_moment_kernel", "second_moment_bias")
@@ -87,6 +90,25 @@ class AdamOptimizer:
     decay: Literal["coupled", "decoupled"]
 
 
+@dataclass(frozen=True)
+class AdagradOptimizer:
+    """The optimizer of an Adagrad step (`Case.optimizer`).
+
+    With g the gradient, p the parameter and s the sum of squares before the step
+    (`initial_accumulator_value` in fresh state), in exact arithmetic: ge = g +
+    weight_decay*p when `decay` is "coupled", else g; s' = s + ge**2;
+    a = ge / (sqrt(s' + eps_root) + eps); p' = p - lr*a ("coupled", torch.optim.Adagrad)
+    or p - lr*(a + weight_decay*p) ("decoupled"). torch's eps sits outside the root
+    (eps_root 0), optax's inside (eps 0)."""
+
+    kind: Literal["adagrad"]
+    eps: np.float32
+    eps_root: np.float32
+    initial_accumulator_value: np.float32
+    weight_decay: np.float32
+    decay: Literal["coupled", "decoupled"]
+
+
 @dataclass(eq=False)
 class Case:
     """One decoded step request.
@@ -101,7 +123,9 @@ class Case:
     None on the optimizer's first step (fresh state). With Adam, they are the first
     moment m before the step, and `second_moment_kernel` [d, k] and
     `second_moment_bias` [k] the second moment v; all four None in fresh state (the
-    moments are then zeros).
+    moments are then zeros). With Adagrad, `second_moment_kernel` and
+    `second_moment_bias` are the sum of squares before the step (None in fresh state,
+    where it is `initial_accumulator_value`) and the momentum fields stay None.
 
     `bias_lr` and `bias_weight_decay` (numpy float32 scalars, or None) are the bias's
     own learning rate and weight decay when the adapter declares a parameter group for
@@ -118,7 +142,7 @@ class Case:
     bias: Float32Array
     x: Float32Array
     y: Float32Array
-    optimizer: Optimizer | AdamOptimizer | None = None
+    optimizer: Optimizer | AdamOptimizer | AdagradOptimizer | None = None
     momentum_kernel: Float32Array | None = None
     momentum_bias: Float32Array | None = None
     second_moment_kernel: Float32Array | None = None
@@ -140,12 +164,17 @@ class Case:
     def fresh_state(self) -> bool:
         """True when the case carries no optimizer state (plain SGD, or a first step: no
         momentum buffer, no Adam moments)."""
-        return self.momentum_kernel is None
+        return self.momentum_kernel is None and self.second_moment_kernel is None
 
     def __repr__(self) -> str:
         o = self.optimizer
         if o is None:
             more = ""
+        elif isinstance(o, AdagradOptimizer):
+            more = (f", optimizer=adagrad(eps={o.eps!s}, eps_root={o.eps_root!s}, "
+                    f"initial_accumulator_value={o.initial_accumulator_value!s}, "
+                    f"weight_decay={o.weight_decay!s}, decay={o.decay}"
+                    f"{', fresh' if self.fresh_state else ''})")
         elif isinstance(o, AdamOptimizer):
             more = (f", optimizer=adam(b1={o.b1!s}, b2={o.b2!s}, eps={o.eps!s}, "
                     f"eps_root={o.eps_root!s}, weight_decay={o.weight_decay!s}, decay={o.decay}"
@@ -246,13 +275,19 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
         if extra:
             raise RejectCase(f"{extra[0]} without \"optimizer\": \"adam\": only an Adam step "
                              f"carries it")
+        extra = [key for key in ADAGRAD_FIELDS if key in msg]
+        if extra:
+            raise RejectCase(f"{extra[0]} without \"optimizer\": \"adagrad\": only an Adagrad "
+                             f"step carries it")
         return case
     if kind == "adam":
         return _parse_adam(msg, case, array)
+    if kind == "adagrad":
+        return _parse_adagrad(msg, case, array)
     if kind != "momentum":
-        raise RejectCase(f"optimizer: expected \"momentum\" or \"adam\" (or \"sgd\"), got "
-                         f"{kind!r}")
-    extra = [key for key in ADAM_FIELDS if key in msg]
+        raise RejectCase(f"optimizer: expected \"momentum\", \"adam\" or \"adagrad\" (or "
+                         f"\"sgd\"), got {kind!r}")
+    extra = [key for key in ADAM_FIELDS + ADAGRAD_FIELDS if key in msg]
     if extra:
         raise RejectCase(f"{extra[0]}: an Adam step's field, in a momentum step")
     for key in MOMENTUM_FIELDS[:5]:
@@ -292,6 +327,9 @@ def _parse_adam(msg: Mapping[str, Any], case: Case,
     extra = [key for key in MOMENTUM_FIELDS[:3] if key in msg]
     if extra:
         raise RejectCase(f"{extra[0]}: a momentum step's field, in an Adam step")
+    extra = [key for key in ADAGRAD_FIELDS if key in msg]
+    if extra:
+        raise RejectCase(f"{extra[0]}: an Adagrad step's field, in an Adam step")
     for key in ("b1", "b2", "eps", "eps_root", "weight_decay", "decay"):
         if key not in msg:
             raise RejectCase(f"{key}: missing; an Adam step carries b1, b2, eps, eps_root, "
@@ -312,6 +350,36 @@ def _parse_adam(msg: Mapping[str, Any], case: Case,
         case.momentum_bias = array("momentum_bias", k)
         case.second_moment_kernel = array("second_moment_kernel", d * k).reshape(d, k)
         case.second_moment_bias = array("second_moment_bias", k)
+    return case
+
+
+def _parse_adagrad(msg: Mapping[str, Any], case: Case,
+                   array: Callable[[str, int], Float32Array]) -> Case:
+    """`case` with the Adagrad step's optimizer and sum of squares of `msg`."""
+    extra = [key for key in ("momentum", "dampening", "nesterov", "b1", "b2", "momentum_kernel",
+                             "momentum_bias") if key in msg]
+    if extra:
+        raise RejectCase(f"{extra[0]}: not an Adagrad step's field (Adagrad keeps one sum of "
+                         f"squares, sent as second_moment_kernel and second_moment_bias)")
+    for key in ("eps", "eps_root", "initial_accumulator_value", "weight_decay", "decay"):
+        if key not in msg:
+            raise RejectCase(f"{key}: missing; an Adagrad step carries eps, eps_root, "
+                             f"initial_accumulator_value, weight_decay and decay")
+    decay = _decay(msg["decay"])
+    case.optimizer = AdagradOptimizer(
+        kind="adagrad", eps=array("eps", 1)[0], eps_root=array("eps_root", 1)[0],
+        initial_accumulator_value=array("initial_accumulator_value", 1)[0],
+        weight_decay=array("weight_decay", 1)[0], decay=decay)
+    has_kernel, has_bias = "second_moment_kernel" in msg, "second_moment_bias" in msg
+    if has_kernel != has_bias:
+        present, absent = (("second_moment_kernel", "second_moment_bias") if has_kernel else
+                           ("second_moment_bias", "second_moment_kernel"))
+        raise RejectCase(f"{present} without {absent}: the sum before the step has both "
+                         f"(neither in fresh state)")
+    if has_kernel:
+        case.second_moment_kernel = array("second_moment_kernel", case.d * case.k).reshape(
+            case.d, case.k)
+        case.second_moment_bias = array("second_moment_bias", case.k)
     return case
 
 
@@ -410,6 +478,11 @@ def build_result(case: Case, out: StepOutput, capabilities: Collection[str],
             why = f", which an Adam step returns (the {what} moment after the step)"
             res[key + "_kernel"] = _array_out(out, key + "_kernel", (case.d, case.k), arrays, why)
             res[key + "_bias"] = _array_out(out, key + "_bias", (case.k,), arrays, why)
+    elif isinstance(case.optimizer, AdagradOptimizer):
+        why = ", which an Adagrad step returns (the sum of squares after the step)"
+        res["second_moment_kernel"] = _array_out(out, "second_moment_kernel", (case.d, case.k),
+                                                 arrays, why)
+        res["second_moment_bias"] = _array_out(out, "second_moment_bias", (case.k,), arrays, why)
     elif case.optimizer is not None:
         why = ", which a momentum step returns (the buffer after the step)"
         res["momentum_kernel"] = _array_out(out, "momentum_kernel", (case.d, case.k), arrays, why)

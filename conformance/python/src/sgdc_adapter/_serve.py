@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol, TypedDict, TypeGuard, Union, cast
 
-from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, AdamOptimizer, Arrays, Case, Float32Array,
+from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, AdagradOptimizer, AdamOptimizer, Arrays, Case, Float32Array,
                      Message, RejectCase, StepOutput, build_result, parse_case)
 
 PROTOCOL = 1
@@ -210,6 +210,31 @@ def adam_declaration(adam: object) -> AdamSupport:
                        eps_root=eps_root)
 
 
+@dataclass(frozen=True)
+class AdagradSupport:
+    """The `adagrad` declaration: the step also does Adagrad, with these options.
+
+    `weight_decay`: the decay conventions it takes, "coupled" (torch.optim.Adagrad, or
+    optax's add_decayed_weights chained before adagrad) and/or "decoupled" (chained
+    after it); `eps_root`: its epsilon sits inside the square root, as optax.adagrad's
+    (cases then have eps 0 and eps_root above 0), not outside, as torch.optim.Adagrad's
+    (eps above 0, eps_root 0). The suite draws Adagrad steps only within them, and the
+    kit rejects a step outside them (op "error") before the step function sees it."""
+
+    weight_decay: tuple[str, ...] = ()
+    eps_root: bool = False
+
+
+def adagrad_declaration(adagrad: object) -> AdagradSupport:
+    """The AdagradSupport of `adagrad` (an AdagradSupport, or a mapping with its keys
+    "weight_decay", "eps_root", each optional); ValueError naming the bad value otherwise."""
+    fields = _declared_fields("adagrad", adagrad, AdagradSupport, ("weight_decay", "eps_root"))
+    eps_root = _flag("adagrad", fields, "eps_root")
+    return AdagradSupport(
+        weight_decay=_decay_conventions("adagrad", fields.get("weight_decay", ())),
+        eps_root=eps_root)
+
+
 def _check_decay(weight_decay: Any, decay: str, declared: tuple[str, ...]) -> None:
     if weight_decay != 0 and decay not in declared:
         what = f"only {', '.join(declared)}" if declared else "no weight decay"
@@ -218,11 +243,23 @@ def _check_decay(weight_decay: Any, decay: str, declared: tuple[str, ...]) -> No
 
 
 def check_declared(case: Case, momentum: MomentumSupport | None,
-                   adam: AdamSupport | None = None) -> None:
+                   adam: AdamSupport | None = None,
+                   adagrad: AdagradSupport | None = None) -> None:
     """RejectCase naming the field when `case` asks for an optimizer option outside the
-    declarations `momentum` and `adam` (None: no momentum steps, no Adam steps)."""
+    declarations `momentum`, `adam` and `adagrad` (None: no such steps)."""
     o = case.optimizer
     if o is None:
+        return
+    if isinstance(o, AdagradOptimizer):
+        if adagrad is None:
+            raise RejectCase("optimizer: an Adagrad step, but this adapter declared no adagrad")
+        if adagrad.eps_root and (o.eps != 0 or o.eps_root == 0):
+            raise RejectCase(f"eps: {o.eps!s} outside the square root, but this adapter "
+                             f"declared its Adagrad epsilon inside (eps_root)")
+        if not adagrad.eps_root and o.eps_root != 0:
+            raise RejectCase(f"eps_root: {o.eps_root!s}, but this adapter declared its Adagrad "
+                             f"epsilon outside the square root (no eps_root)")
+        _check_decay(o.weight_decay, o.decay, adagrad.weight_decay)
         return
     if isinstance(o, AdamOptimizer):
         if adam is None:
@@ -264,6 +301,7 @@ class Declarations(TypedDict, total=False):
     placement: str | None
     momentum: MomentumSupport | Mapping[str, Any] | None
     adam: AdamSupport | Mapping[str, Any] | None
+    adagrad: AdagradSupport | Mapping[str, Any] | None
     recipe: Mapping[str, Any] | None
 
 
@@ -331,6 +369,7 @@ class Adapter:
                  placement: str | None = None,
                  momentum: MomentumSupport | Mapping[str, Any] | None = None,
                  adam: AdamSupport | Mapping[str, Any] | None = None,
+                 adagrad: AdagradSupport | Mapping[str, Any] | None = None,
                  recipe: Mapping[str, Any] | None = None) -> None:
         if (step is None) == (step_batch is None):
             raise ValueError("give exactly one of step (one case at a time) and step_batch "
@@ -391,6 +430,10 @@ class Adapter:
         if self.adam is not None:
             self.hello["adam"] = {"weight_decay": list(self.adam.weight_decay),
                                   "eps_root": self.adam.eps_root}
+        self.adagrad = None if adagrad is None else adagrad_declaration(adagrad)
+        if self.adagrad is not None:
+            self.hello["adagrad"] = {"weight_decay": list(self.adagrad.weight_decay),
+                                     "eps_root": self.adagrad.eps_root}
         if recipe is not None:
             self.hello["recipe"] = recipe_declaration(recipe)
         self.step = step
@@ -538,7 +581,7 @@ class _Conversation:
 
     def _parse(self, msg: Message, payload: bytearray | None) -> Case:
         case = parse_case(msg, payload)
-        check_declared(case, self.adapter.momentum, self.adapter.adam)
+        check_declared(case, self.adapter.momentum, self.adapter.adam, self.adapter.adagrad)
         return case
 
     def _break_off(self, reason: str, quiet: bool = False) -> None:

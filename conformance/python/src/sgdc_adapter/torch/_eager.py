@@ -10,13 +10,13 @@ import torch
 import torch.nn.functional as F
 
 from .. import serve
-from .._codec import AdamOptimizer, Case, Optimizer
+from .._codec import AdagradOptimizer, AdamOptimizer, Case, Optimizer
 from .._serve import AdamSupport, Declarations, MomentumSupport
 from ._state import (GradientCapture, check_linear, find_linear, linear_parameters, load_case,
                      optimizer_kind, outputs)
 
 ModelFn = Callable[[int, int], torch.nn.Module]
-CaseOptimizer = Optimizer | AdamOptimizer | None
+CaseOptimizer = Optimizer | AdamOptimizer | AdagradOptimizer | None
 OptimizerFn = Callable[[list[torch.nn.Parameter], CaseOptimizer], torch.optim.Optimizer]
 TrainStep = Callable[[torch.nn.Module, torch.optim.Optimizer, torch.Tensor, torch.Tensor], object]
 
@@ -40,7 +40,8 @@ def default_optimizer(params: Iterable[torch.nn.Parameter], case_optimizer: Case
                       foreach: bool | None = None, fused: bool | None = None
                       ) -> torch.optim.Optimizer:
     """torch.optim.SGD for plain SGD; SGD(momentum, dampening, nesterov, weight_decay)
-    for a momentum case; Adam (coupled decay) or AdamW (decoupled) for an Adam case.
+    for a momentum case; Adam (coupled decay) or AdamW (decoupled) for an Adam case;
+    Adagrad (coupled decay, eps outside the root, lr_decay 0) for an Adagrad case.
     `foreach` and `fused` choose torch's implementation (None: torch chooses). The
     learning rate and every later case's hyperparameters are set into the param groups
     by the kit."""
@@ -48,6 +49,13 @@ def default_optimizer(params: Iterable[torch.nn.Parameter], case_optimizer: Case
     if fused is not None:  # torch 1.13's SGD has no `fused`
         options["fused"] = fused
     o = case_optimizer
+    if isinstance(o, AdagradOptimizer):
+        if o.decay == "decoupled" and o.weight_decay != 0:
+            raise ValueError("torch.optim.Adagrad decays coupled only; declare "
+                             "adagrad={'weight_decay': ['coupled']}")
+        return torch.optim.Adagrad(params, eps=float(o.eps), weight_decay=float(o.weight_decay),
+                                   initial_accumulator_value=float(o.initial_accumulator_value),
+                                   foreach=foreach)
     if isinstance(o, AdamOptimizer):
         cls = torch.optim.AdamW if o.decay == "decoupled" else torch.optim.Adam
         return cls(params, betas=(float(o.b1), float(o.b2)), eps=float(o.eps),

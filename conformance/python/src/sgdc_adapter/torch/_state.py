@@ -15,6 +15,10 @@ Shared by the eager and the sharded harnesses. The layout facts, in one place:
   step + 1; a step above 2**24 rounded as torch's own counter would hold it). An empty
   state at step 0 lets the optimizer make its own; fresh state at a later step is
   zeros with the step.
+- torch.optim.Adagrad keeps `state[p]["sum"]` (the sum of squares, made at construction
+  filled with `initial_accumulator_value`) and `["step"]`, a float32 tensor read only by
+  `lr_decay` (the step takes lr_decay 0). Fresh state is the sum filled with the case's
+  initial value.
 - Hyperparameters live in every `param_groups` entry (`lr`, `momentum`, `dampening`,
   `nesterov`, `betas`, `eps`, `weight_decay`): each case's go there, as a scheduler
   sets `lr`, so one optimizer serves every case of its kind; a value the group keeps as
@@ -32,13 +36,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._codec import AdamOptimizer, Case, Float32Array, Optimizer, RejectCase
+from .._codec import AdagradOptimizer, AdamOptimizer, Case, Float32Array, Optimizer, RejectCase
 
 # The Linear's parameters by torch's names, with the suite's names and whether torch
 # keeps them transposed.
 PARAMETERS = (("weight", "kernel", True), ("bias", "bias", False))
 # The torch state entries an optimizer kind keeps per parameter.
-STATE_KEYS = {"momentum": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq", "step")}
+STATE_KEYS = {"momentum": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq", "step"),
+              "adagrad": ("sum", "step")}
 
 
 def find_linear(model: torch.nn.Module) -> torch.nn.Linear:
@@ -87,7 +92,10 @@ def hyperparameters(case: Case) -> dict[str, Any]:
     SGD with momentum 0 and no weight decay: an optimizer made with momentum runs it so."""
     hp: dict[str, Any] = {"lr": float(case.lr)}
     o = case.optimizer
-    if isinstance(o, AdamOptimizer):
+    if isinstance(o, AdagradOptimizer):
+        hp.update(eps=float(o.eps), weight_decay=float(o.weight_decay),
+                  initial_accumulator_value=float(o.initial_accumulator_value))
+    elif isinstance(o, AdamOptimizer):
         hp.update(betas=(float(o.b1), float(o.b2)), eps=float(o.eps),
                   weight_decay=float(o.weight_decay))
     elif isinstance(o, Optimizer):
@@ -144,6 +152,14 @@ def torch_state(case: Case) -> dict[str, dict[str, Float32Array]]:
         for name, ours, transposed in PARAMETERS:
             state[name]["momentum_buffer"] = torch_layout(getattr(case, "momentum_" + ours),
                                                           transposed)
+    elif isinstance(o, AdagradOptimizer):
+        for name, ours, transposed in PARAMETERS:
+            p = getattr(case, ours)
+            s = getattr(case, "second_moment_" + ours)
+            state[name] = {
+                "step": np.array(float(case.step), dtype=np.float32),
+                "sum": torch_layout(np.full_like(p, o.initial_accumulator_value) if s is None
+                                    else s, transposed)}
     elif isinstance(o, AdamOptimizer) and not (case.fresh_state and case.step == 0):
         for name, ours, transposed in PARAMETERS:
             p = getattr(case, ours)
@@ -244,10 +260,14 @@ def outputs(case: Case, loss: object, params: Mapping[str, torch.Tensor],
     for name, ours, transposed in PARAMETERS:
         entries = state(name)
         for key in STATE_KEYS[o.kind]:
-            if key not in entries and not (key == "momentum_buffer" and o.momentum == 0):
+            if key not in entries and not (key == "momentum_buffer" and isinstance(o, Optimizer)
+                                           and o.momentum == 0):
                 raise ValueError(f"the optimizer keeps no {key!r} for the Linear's {name} "
                                  f"after the step; the kit reads torch's own state layout "
                                  f"({', '.join(STATE_KEYS[o.kind])})")
+        if isinstance(o, AdagradOptimizer):
+            out["second_moment_" + ours] = _numpy(entries["sum"], transposed)
+            continue
         if isinstance(o, AdamOptimizer):
             out["momentum_" + ours] = _numpy(entries["exp_avg"], transposed)
             out["second_moment_" + ours] = _numpy(entries["exp_avg_sq"], transposed)

@@ -20,9 +20,11 @@ enum class OptimizerState {
   sgd,       ///< plain SGD: no state beyond the step counter
   momentum,  ///< SGD with momentum: one accumulator
   adam,      ///< Adam: first and second moments
+  adagrad,   ///< Adagrad: one sum of squares
 };
 
-/// "sgd", "momentum", "adam" or "adamw" (Adam with decoupled decay: the same two moments)
+/// "sgd", "momentum", "adam", "adamw" (Adam with decoupled decay: the same two moments) or
+/// "adagrad"
 /// to an OptimizerState; throws std::invalid_argument naming the known ones otherwise.
 OptimizerState parse_optimizer(std::string_view name);
 
