@@ -9,10 +9,25 @@
 namespace sgdc::reference {
 
 AdamParameters exact_adam_parameters(const Case& c, int digits) {
-  if (c.optimizer.kind != Optimizer::Kind::adam)
-    throw std::invalid_argument("exact_adam_parameters: not an Adam case");
+  const bool adagrad = c.optimizer.kind == Optimizer::Kind::adagrad;
+  if (c.optimizer.kind != Optimizer::Kind::adam && !adagrad)
+    throw std::invalid_argument("exact_adam_parameters: not an Adam or Adagrad case");
   // The moments after the step are rational; only the parameters need the enclosure.
-  const StepValues<Rational> v = evaluate_step<Rational>(c);
+  // Adagrad's m' is the decayed gradient ge (its coupled decay inside, docs/spec/step.md).
+  StepValues<Rational> v = evaluate_step<Rational>(c);
+  if (adagrad) {
+    const bool coupled = c.optimizer.decay == Optimizer::Decay::coupled;
+    const Rational wd(static_cast<double>(c.optimizer.weight_decay));
+    auto decayed = [&](const Matrix<Rational>& g, const std::vector<float>& p) {
+      Matrix<Rational> ge = g;
+      if (coupled)
+        for (Eigen::Index i = 0; i < ge.size(); ++i)
+          ge.data()[i] += wd * Rational(static_cast<double>(p[static_cast<std::size_t>(i)]));
+      return ge;
+    };
+    v.momentum_kernel = decayed(v.grad_kernel, c.kernel);
+    v.momentum_bias = decayed(v.grad_bias, c.bias);
+  }
   const AdamUpdate adam(c);
   auto parameters = [&](const char* name, const std::vector<float>& p, const Matrix<Rational>& m,
                         const Matrix<Rational>& s) {

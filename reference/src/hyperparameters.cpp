@@ -8,4 +8,18 @@ std::optional<Hyperparameter> find_hyperparameter(std::string_view name) {
   return std::nullopt;
 }
 
+std::vector<const Hyperparameter*> optimizer_hyperparameters(Optimizer::Kind kind) {
+  std::vector<const Hyperparameter*> out;
+  const Hyperparameter* decay = nullptr;
+  for (const Hyperparameter& h : hyperparameters) {
+    if (!h.taken_by(kind) || h.name == std::string_view("lr")) continue;
+    if (h.name == std::string_view("weight_decay"))
+      decay = &h;
+    else
+      out.push_back(&h);
+  }
+  if (decay) out.push_back(decay);
+  return out;
+}
+
 }  // namespace sgdc::reference

@@ -46,6 +46,13 @@ struct CheckArgs {
   bool quiet = false;
 };
 
+// Every optimizer of the reference's table, by its name.
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> out;
+  for (const reference::OptimizerInfo& o : reference::optimizer_table) out.emplace_back(o.name);
+  return out;
+}
+
 int generate(GenerateArgs& a) {
   try {
     std::vector<regression::Fixture> list;
@@ -273,7 +280,7 @@ void add_fixtures(CLI::App& app, int& status) {
   gen->add_option("--optimizer", g->optimizers,
                   "Draw steps of this optimizer (repeatable, taken in turn; default: the "
                   "recipe's, else plain SGD)")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+      ->check(CLI::IsMember(optimizer_names()));
   gen->add_option("--recipe", g->recipe,
                   "Draw only inside this recipe (JSON: optimizers, hyperparameters, "
                   "even_batches, bias_group)");

@@ -11,6 +11,7 @@
 
 #include "protocol/base64.hpp"
 #include "sgdc/reference/error_model.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
 #include "text.hpp"
 
 namespace sgdc::conformance::protocol {
@@ -362,24 +363,15 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
   if (o.kind != reference::Optimizer::Kind::sgd) {
     // Sent only for another optimizer than plain SGD: a v1 step stays as it was.
     j["optimizer"] = to_string(o.kind);
-    auto scalar = [&](const char* name, const float& v) {
-      j[name] = write(std::span<const float>(&v, 1));
-    };
-    if (o.kind == reference::Optimizer::Kind::momentum) {
-      scalar("momentum", o.momentum);
-      scalar("dampening", o.dampening);
-      j["nesterov"] = o.nesterov;
-    } else if (o.kind == reference::Optimizer::Kind::adam) {
-      scalar("b1", o.b1);
-      scalar("b2", o.b2);
-      scalar("eps", o.eps);
-      scalar("eps_root", o.eps_root);
-    } else {
-      scalar("eps", o.eps);
-      scalar("eps_root", o.eps_root);
-      scalar("initial_accumulator_value", o.initial_accumulator_value);
+    // Its hyperparameters as the reference's table lists them (momentum's nesterov before
+    // weight_decay), one scalar array each.
+    for (const reference::Hyperparameter* h : reference::optimizer_hyperparameters(o.kind)) {
+      if (h->name == std::string_view("weight_decay") &&
+          o.kind == reference::Optimizer::Kind::momentum)
+        j["nesterov"] = o.nesterov;
+      const float v = h->get(c);
+      j[h->name] = write(std::span<const float>(&v, 1));
     }
-    scalar("weight_decay", o.weight_decay);
     j["decay"] = to_string(o.decay);
   }
   if (c.bias_group) {

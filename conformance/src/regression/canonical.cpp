@@ -190,6 +190,49 @@ std::vector<Fixture> canonical_fixtures() {
         "the square root (optax's): the moments start from zero (format version 2)",
         c));
   }
+  {
+    // Adagrad as torch.optim.Adagrad runs it: eps outside the root, coupled decay, a carried
+    // sum at step 4; and as optax.adagrad does: eps inside the root, the sum's first step
+    // from initial_accumulator_value 0.1 (format version 2).
+    reference::Case c = make(3, 2, 2, 2, 0.125f, pattern(4, 3, 5), pattern(2, 5, 2),
+                             pattern(6, 7, 1), pattern(6, 2, 11), 4);
+    c.optimizer.kind = reference::Optimizer::Kind::adagrad;
+    c.optimizer.eps = 0x1p-20f;
+    c.optimizer.weight_decay = 0.125f;
+    c.optimizer.decay = reference::Optimizer::Decay::coupled;
+    for (const float m : pattern(4, 7, 3)) c.second_moment_kernel.push_back(m * m);
+    for (const float m : pattern(2, 11, 9)) c.second_moment_bias.push_back(m * m);
+    out.push_back(canonical(
+        "adagrad-torch-carried-sum",
+        "Adagrad as torch.optim.Adagrad has it: eps 2^-20 outside the square root, coupled "
+        "decay 0.125, a carried sum of squares at step 4 (format version 2)",
+        c));
+    // torch's first step from a sum of its own initial_accumulator_value, with an eps
+    // large enough that inside the root it would give another step.
+    reference::Case first = c;
+    first.optimizer.initial_accumulator_value = 0.5f;
+    first.optimizer.eps = 0.25f;
+    first.step = 0;
+    first.second_moment_kernel.clear();
+    first.second_moment_bias.clear();
+    out.push_back(canonical(
+        "adagrad-torch-initial-value",
+        "torch.optim.Adagrad's first step with initial_accumulator_value 0.5 (the sum starts "
+        "there, not at 0) and eps 0.25 outside the square root (format version 2)",
+        first));
+    c.optimizer.eps = 0.0f;
+    c.optimizer.eps_root = 0x1p-20f;
+    c.optimizer.weight_decay = 0.0f;
+    c.optimizer.initial_accumulator_value = 0.1f;
+    c.step = 0;
+    c.second_moment_kernel.clear();
+    c.second_moment_bias.clear();
+    out.push_back(canonical(
+        "adagrad-optax-fresh",
+        "Adagrad as optax.adagrad has it: eps 2^-20 inside the square root, the first step's "
+        "sum from initial_accumulator_value 0.1 (format version 2)",
+        c));
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "fixture_optimizer.hpp"
 #include "sgdc/conformance/regression/exact_value.hpp"
 #include "sgdc/conformance/regression/fixture_error.hpp"
 #include "sgdc/reference/counter.hpp"
@@ -18,8 +19,9 @@ namespace {
 
 // The exact outputs the oracle rounds: non-finite inputs read as zero, as expect() does
 // for the outputs that do not depend on them (the others are flagged must_be_nonfinite);
-// with a bias group, the bias's from the case its group sees. Adam's parameters, through
-// a square root, as exact_adam_parameters gives them; everything else rational.
+// with a bias group, the bias's from the case its group sees. Adam's and Adagrad's
+// parameters, through a square root, as exact_adam_parameters gives them; everything else
+// rational.
 using ExactOutputs = reference::PerOutput<std::vector<reference::ExactValue>>;
 ExactOutputs exact_group_outputs(const reference::Case& c);
 
@@ -49,19 +51,12 @@ ExactOutputs exact_group_outputs(const reference::Case& case_) {
   out.momentum_bias = elements(v.momentum_bias);
   out.second_moment_kernel = elements(v.second_moment_kernel);
   out.second_moment_bias = elements(v.second_moment_bias);
-  if (c.optimizer.kind == reference::Optimizer::Kind::adam) {
+  if (reference::info(c.optimizer.kind).second_moment) {
     reference::AdamParameters p = reference::exact_adam_parameters(c, decimal_digits);
     out.kernel = std::move(p.kernel);
     out.bias = std::move(p.bias);
   }
   return out;
-}
-
-// Whether output `o` of case `c` carries exact_rational: every output but Adam's
-// parameters, which are irrational in general (format version 2).
-bool has_rational(const reference::Case& c, reference::Output o) {
-  return c.optimizer.kind != reference::Optimizer::Kind::adam ||
-         (o != reference::Output::kernel && o != reference::Output::bias);
 }
 
 ExpectedOutput expected_output(const std::vector<reference::Expected>& e,
@@ -137,7 +132,7 @@ Fixture derive_fixture(std::string name, std::string description, const referenc
   const reference::Expectation e = expect(inputs, arithmetic);
   const auto exact = exact_outputs(inputs);
   for (reference::Output o : reference::all_outputs)
-    f.outputs[o] = expected_output(e[o], exact[o], has_rational(inputs, o), o);
+    f.outputs[o] = expected_output(e[o], exact[o], detail::has_exact_rational(inputs, o), o);
   f.step = reference::next_count(reference::Counter{}, inputs.step);
   return f;
 }

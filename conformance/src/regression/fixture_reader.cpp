@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 
+#include "fixture_optimizer.hpp"
 #include "protocol/base64.hpp"
 #include "sgdc/conformance/regression/fixture_error.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
@@ -167,30 +168,42 @@ const std::regex rational_pattern("-?[0-9]+(/[1-9][0-9]*)?");
 std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
                                const std::vector<std::int64_t>& shape, const char* dims);
 
-// inputs.optimizer: {"kind": "momentum", "momentum", "dampening", "weight_decay" (scalar
-// arrays), "nesterov" (bool), "decay" ("coupled" | "decoupled")}; version 2 also
-// {"kind": "adam", "b1", "b2", "eps", "eps_root", "weight_decay", "decay"}.
+// inputs.optimizer: {"kind", then the optimizer's hyperparameters but lr (scalar arrays,
+// reference::optimizer_hyperparameters), momentum's "nesterov" (bool), "decay" ("coupled" |
+// "decoupled")}: {"kind": "momentum", "momentum", "dampening", "nesterov", "weight_decay",
+// "decay"}; version 2 also {"kind": "adam", "b1", "b2", "eps", "eps_root", ...} and
+// {"kind": "adagrad", "eps", "eps_root", "initial_accumulator_value", ...}.
 reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t version) {
   r.expect_type(j, "inputs.optimizer", j.is_object(), "an object");
   if (!j.contains("kind")) r.fail("inputs.optimizer.kind", "required field is missing");
   const std::string kind = r.string(j["kind"], "inputs.optimizer.kind");
   const auto parsed = reference::parse_optimizer_kind(kind);
-  if (parsed != reference::Optimizer::Kind::momentum && parsed != reference::Optimizer::Kind::adam)
+  if (!parsed || *parsed == reference::Optimizer::Kind::sgd) {
+    std::vector<std::string> kinds;
+    for (const reference::OptimizerInfo& o : reference::optimizer_table)
+      if (o.kind != reference::Optimizer::Kind::sgd) kinds.push_back(fmt::format("\"{}\"", o.name));
     r.fail("inputs.optimizer.kind",
-           fmt::format("\"{}\" is neither \"momentum\" nor \"adam\"", kind));
-  const bool adam = parsed == reference::Optimizer::Kind::adam;
-  if (adam && version < 2)
-    r.fail("inputs.optimizer.kind", "\"adam\" is a version 2 kind in a version 1 fixture");
-  if (!adam) {
-    r.object(j, "inputs.optimizer",
-             {"kind", "momentum", "dampening", "nesterov", "weight_decay", "decay"});
-  } else {
-    r.object(j, "inputs.optimizer",
-             {"kind", "b1", "b2", "eps", "eps_root", "weight_decay", "decay"});
+           fmt::format("\"{}\" is not one of {} (plain SGD has no inputs.optimizer)", kind,
+                       fmt::join(kinds, ", ")));
   }
+  if (detail::first_version(*parsed) > version)
+    r.fail("inputs.optimizer.kind",
+           fmt::format("\"{}\" is a version {} kind in a version {} fixture", kind,
+                       detail::first_version(*parsed), version));
+  const std::vector<const reference::Hyperparameter*> scalars =
+      reference::optimizer_hyperparameters(*parsed);
+  std::vector<std::string> keys = {"kind"};
+  for (const reference::Hyperparameter* h : scalars) {
+    if (h->name == std::string_view("weight_decay") &&
+        *parsed == reference::Optimizer::Kind::momentum)
+      keys.push_back("nesterov");
+    keys.push_back(h->name);
+  }
+  keys.push_back("decay");
+  r.object(j, "inputs.optimizer", keys);
   const Json& o = j;
-  reference::Optimizer out;
-  out.kind = *parsed;
+  reference::Case holder;  // the table's setters write a case's optimizer
+  holder.optimizer.kind = *parsed;
   auto scalar = [&](const char* key) {
     const Json& a =
         r.object(o[key], std::string("inputs.optimizer.") + key, {"shape", "float32", "decimal"});
@@ -205,19 +218,17 @@ reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t vers
                                             kind == FP_SUBNORMAL ? "subnormal" : "not finite"));
     return v[0];
   };
-  if (adam) {
-    out.b1 = scalar("b1");
-    out.b2 = scalar("b2");
-    out.eps = scalar("eps");
-    out.eps_root = scalar("eps_root");
-  } else {
-    out.momentum = scalar("momentum");
-    out.dampening = scalar("dampening");
-    r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
-                  "true or false");
-    out.nesterov = o["nesterov"].get<bool>();
+  for (const std::string& key : keys) {
+    if (key == "nesterov") {
+      r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
+                    "true or false");
+      holder.optimizer.nesterov = o["nesterov"].get<bool>();
+    } else if (key != "kind" && key != "decay") {
+      const auto h = reference::find_hyperparameter(key);
+      h->set(holder, scalar(h->name));
+    }
   }
-  out.weight_decay = scalar("weight_decay");
+  reference::Optimizer out = holder.optimizer;
   const std::string decay = r.string(o["decay"], "inputs.optimizer.decay");
   const auto d = reference::parse_decay(decay);
   if (!d)
@@ -262,8 +273,9 @@ std::vector<float> input_array(const Reader& r, const Json& parent, const char* 
   return v;
 }
 
-// `rational`: the output carries exact_rational (all but Adam's parameters, which are
-// irrational in general and carry their decided decimals alone).
+// `rational`: the output carries exact_rational (fixture_optimizer.hpp: all but the
+// parameters of Adam and Adagrad, irrational in general, which carry their decided
+// decimals alone).
 ExpectedOutput output(const Reader& r, const Json& parent, reference::Output o,
                       const std::vector<std::int64_t>& shape, const char* dims, bool rational) {
   const std::string path = std::string("outputs.") + to_string(o);
@@ -379,28 +391,32 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     if (version < 2) r.fail("inputs.bias_group", "a version 2 field in a version 1 fixture");
     c.bias_group = bias_group(r, in["bias_group"], c.optimizer);
   }
-  const bool stateful = c.optimizer.kind != reference::Optimizer::Kind::sgd;
-  const bool adam = c.optimizer.kind == reference::Optimizer::Kind::adam;
+  const reference::OptimizerInfo& kept = reference::info(c.optimizer.kind);
   for (const reference::InputArray& a : reference::input_arrays) {
     // The state before the step: present, all of it, exactly for a stateful step that is
-    // not the first (a momentum buffer; Adam's two moments).
+    // not the first (a momentum buffer or Adam's first moment; Adam's second moment,
+    // Adagrad's sum).
     if (a.state && !in.contains(a.name)) continue;
-    if (a.state && !stateful)
-      r.fail(std::string("inputs.") + a.name, "a momentum buffer without a momentum optimizer");
-    if (a.second_moment && !adam)
-      r.fail(std::string("inputs.") + a.name, "a second moment without the Adam optimizer");
+    if (!a.kept_by(c.optimizer.kind))
+      r.fail(std::string("inputs.") + a.name,
+             fmt::format("{} keeps no {}",
+                         c.optimizer.kind == reference::Optimizer::Kind::sgd
+                             ? std::string("plain SGD")
+                             : fmt::format("the optimizer \"{}\"", kept.name),
+                         a.second_moment ? "second moment" : "momentum buffer"));
     c.*a.member = input_array(r, in, a.name, reference::dimensions(a.extent, c.n, c.d, c.k),
                               reference::dimension_names(a.extent));
   }
-  if (in.contains("momentum_kernel") != in.contains("momentum_bias"))
-    r.fail(in.contains("momentum_kernel") ? "inputs.momentum_bias" : "inputs.momentum_kernel",
-           "required field is missing: momentum_kernel and momentum_bias come together");
-  if (adam)
-    for (const char* key : {"second_moment_kernel", "second_moment_bias"})
-      if (in.contains(key) != in.contains("momentum_kernel"))
-        r.fail(std::string("inputs.") + key,
-               in.contains(key) ? "Adam's state without its first moment"
-                                : "required field is missing: Adam's state has both moments");
+  // Carried state comes whole: every array the optimizer keeps, or none.
+  std::vector<const reference::InputArray*> present, absent;
+  for (const reference::InputArray& a : reference::input_arrays)
+    if (a.state && a.kept_by(c.optimizer.kind))
+      (in.contains(a.name) ? present : absent).push_back(&a);
+  if (!present.empty() && !absent.empty())
+    r.fail(std::string("inputs.") + absent.front()->name,
+           fmt::format("required field is missing: the optimizer state comes whole (inputs.{} "
+                       "is present)",
+                       present.front()->name));
 
   std::vector<std::string> output_keys;
   for (const reference::OutputInfo& o : reference::output_table)
@@ -409,10 +425,9 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   const Json& out = r.object(j["outputs"], "outputs", output_keys);
   for (const reference::OutputInfo& o : reference::output_table)
     if (reports(o, c, true))
-      f.outputs[o.output] = output(
-          r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
-          reference::dimension_names(o.extent),
-          !adam || (o.output != reference::Output::kernel && o.output != reference::Output::bias));
+      f.outputs[o.output] =
+          output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
+                 reference::dimension_names(o.extent), detail::has_exact_rational(c, o.output));
   f.step = r.integer(out["step"], "outputs.step", 1, max_step);
 
   const Json& p =

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "fixture_optimizer.hpp"
 #include "protocol/base64.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
 
@@ -59,10 +60,10 @@ Json output_object(Json shape, const ExpectedOutput& e) {
   return o;
 }
 
-// Version 2 only where a version-2 field is needed (an Adam step, a bias group): every
-// other file reads as before, byte for byte.
+// Version 2 only where a version-2 field is needed (an optimizer after momentum, a bias
+// group): every other file reads as before, byte for byte.
 bool needs_version_2(const reference::Case& c) {
-  return c.bias_group || c.optimizer.kind == reference::Optimizer::Kind::adam;
+  return c.bias_group || detail::first_version(c.optimizer.kind) >= 2;
 }
 
 Json to_json(const Fixture& f) {
@@ -72,10 +73,6 @@ Json to_json(const Fixture& f) {
         "inputs.step: {} is beyond the largest counter a fixture holds, 2^53 - 2 (every JSON "
         "reader holds it exactly)",
         c.step));
-  // Format version 2 holds plain SGD, momentum and Adam steps.
-  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad)
-    throw std::invalid_argument(
-        "inputs.optimizer.kind: \"adagrad\": fixture format version 2 holds no Adagrad step");
   Json j = Json::object();
   j["format"] = format_name;
   j["version"] = needs_version_2(c) ? format_version_latest : format_version;
@@ -102,18 +99,12 @@ Json to_json(const Fixture& f) {
   if (const reference::Optimizer& o = c.optimizer; o.kind != reference::Optimizer::Kind::sgd) {
     Json opt = Json::object();
     opt["kind"] = to_string(o.kind);
-    auto scalar = [&](const char* key, float v) { opt[key] = input_array(Json::array(), {v}); };
-    if (o.kind == reference::Optimizer::Kind::adam) {
-      scalar("b1", o.b1);
-      scalar("b2", o.b2);
-      scalar("eps", o.eps);
-      scalar("eps_root", o.eps_root);
-    } else {
-      scalar("momentum", o.momentum);
-      scalar("dampening", o.dampening);
-      opt["nesterov"] = o.nesterov;
+    for (const reference::Hyperparameter* h : reference::optimizer_hyperparameters(o.kind)) {
+      if (h->name == std::string_view("weight_decay") &&
+          o.kind == reference::Optimizer::Kind::momentum)
+        opt["nesterov"] = o.nesterov;
+      opt[h->name] = input_array(Json::array(), {h->get(c)});
     }
-    scalar("weight_decay", o.weight_decay);
     opt["decay"] = to_string(o.decay);
     in["optimizer"] = std::move(opt);
   }

@@ -118,6 +118,18 @@ void draw_optimizer(Rng& rng, const GenerateOptions& o, reference::Optimizer::Ki
     opt.eps = hyperparameter(log_uniform(rng, 1e-12, 1e-3));
     opt.eps_root = integer(rng, 0, 3) == 0 ? hyperparameter(log_uniform(rng, 1e-12, 1e-4)) : 0.0f;
   }
+  if (kind == Kind::adagrad) {
+    // torch's form (eps outside the root, default 1e-10, the sum from 0) or optax's (eps
+    // inside, default 1e-7, the sum from 0.1), each default one time in three.
+    const bool inside = integer(rng, 0, 1) != 0;
+    const float eps = integer(rng, 0, 2) == 0 ? (inside ? 1e-7f : 1e-10f)
+                                              : hyperparameter(log_uniform(rng, 1e-12, 1e-2));
+    (inside ? opt.eps_root : opt.eps) = eps;
+    opt.initial_accumulator_value = integer(rng, 0, 2) == 0 ? 0.0f
+                                    : integer(rng, 0, 1)
+                                        ? 0.1f
+                                        : hyperparameter(log_uniform(rng, 1e-6, 1.0));
+  }
   for (std::size_t i = 0; i < reference::hyperparameters.size(); ++i) {
     const reference::Hyperparameter& h = reference::hyperparameters[i];
     if (o.recipe.ranges[i] && h.taken_by(kind)) h.set(c, inside(rng, *o.recipe.ranges[i]));
@@ -129,20 +141,17 @@ void draw_optimizer(Rng& rng, const GenerateOptions& o, reference::Optimizer::Ki
     if (g->weight_decay && kind != Kind::sgd) group.weight_decay = inside(rng, *g->weight_decay);
     if (group.lr || group.weight_decay) c.bias_group = group;
   }
-  // Carried state in three cases of four: values like the parameters' (a second moment
-  // their squares).
+  // Carried state in three cases of four: every array the optimizer keeps, in protocol
+  // order; values like the parameters' (a second moment or a sum of squares, their
+  // squares).
   if (kind != Kind::sgd && integer(rng, 0, 3) != 0) {
-    for (auto* v : {&c.momentum_kernel, &c.momentum_bias}) {
-      v->resize(v == &c.momentum_kernel ? c.kernel.size() : c.bias.size());
-      for (float& f : *v) f = value(rng, m);
-    }
-    if (kind == Kind::adam) {
-      for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias}) {
-        v->resize(v == &c.second_moment_kernel ? c.kernel.size() : c.bias.size());
-        for (float& f : *v) {
-          const float a = value(rng, m);
-          f = std::isfinite(a * a) ? a * a : 0.0f;
-        }
+    for (const reference::InputArray& a : reference::input_arrays) {
+      if (!a.state || !a.kept_by(kind)) continue;
+      std::vector<float>& v = c.*a.member;
+      v.resize(a.extent == reference::Extent::kernel ? c.kernel.size() : c.bias.size());
+      for (float& f : v) {
+        const float x = value(rng, m);
+        f = !a.second_moment ? x : std::isfinite(x * x) ? x * x : 0.0f;
       }
     }
   }

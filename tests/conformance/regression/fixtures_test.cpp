@@ -542,7 +542,11 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
       "\"adam\" is a version 2 kind in a version 1 fixture");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "sgd"; }, "inputs.optimizer.kind",
-      "\"sgd\" is neither \"momentum\" nor \"adam\"");
+      "\"sgd\" is not one of \"momentum\", \"adam\", \"adagrad\" (plain SGD has no "
+      "inputs.optimizer)");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = "lamb"; }, "inputs.optimizer.kind",
+      "\"lamb\" is not one of");
   expect_malformed(
       f, [](Json& j) { j["inputs"]["optimizer"]["kind"] = 1; }, "inputs.optimizer.kind",
       "expected a string, got an integer");
@@ -688,6 +692,112 @@ TEST(Adam, FixturesRoundTripAndAgreeWithTheOracle) {
   }
 }
 
+// Adagrad (format version 2): the sum of squares is its state, carried as the second
+// moment; its parameters, through a square root, are decimals the enclosure decides.
+// Both eps conventions (torch outside the root, optax inside), both decay conventions,
+// fresh (from initial_accumulator_value) and carried sums.
+reference::Case adagrad_inputs(bool fresh, bool optax) {
+  reference::Case c = reference::worked_example();
+  c.optimizer.kind = reference::Optimizer::Kind::adagrad;
+  (optax ? c.optimizer.eps_root : c.optimizer.eps) = 0x1p-10f;
+  c.optimizer.initial_accumulator_value = optax ? 0.1f : 0.0f;
+  c.optimizer.weight_decay = 0.125f;
+  if (!fresh) c.second_moment_kernel = {0.25f}, c.second_moment_bias = {0.5f};
+  return c;
+}
+
+TEST(Adagrad, FixturesRoundTripAndAgreeWithTheOracle) {
+  int irrational = 0;
+  for (const bool fresh : {false, true}) {
+    for (const bool optax : {false, true}) {
+      for (const auto decay :
+           {reference::Optimizer::Decay::coupled, reference::Optimizer::Decay::decoupled}) {
+        reference::Case c = adagrad_inputs(fresh, optax);
+        c.optimizer.decay = decay;
+        const Fixture f = momentum_fixture(c);
+        const std::string text = to_json_text(f);
+        const Json j = Json::parse(text);
+        EXPECT_EQ(j["version"], 2);
+        EXPECT_EQ(j["inputs"]["optimizer"]["kind"], "adagrad");
+        EXPECT_TRUE(j["inputs"]["optimizer"].contains("initial_accumulator_value"));
+        EXPECT_FALSE(j["outputs"].contains("momentum_kernel"));
+        EXPECT_FALSE(j["outputs"]["kernel"].contains("exact_rational"));
+        EXPECT_TRUE(j["outputs"]["second_moment_kernel"].contains("exact_rational"));
+        EXPECT_EQ(j["inputs"].contains("second_moment_kernel"), !fresh);
+        const std::string exact = j["outputs"]["kernel"]["exact"][0];
+        irrational += std::count_if(exact.begin(), exact.end(), ::isdigit) >= 40;
+        const Fixture back = parse_fixture(text, "g.json");
+        EXPECT_EQ(to_json_text(back), text);
+        EXPECT_EQ(back.inputs.optimizer, c.optimizer);
+        EXPECT_EQ(back.inputs.second_moment_kernel, c.second_moment_kernel);
+        EXPECT_NO_THROW(verify_against_oracle(back, "g.json"));
+        EXPECT_EQ(static_cast<float>(std::stod(exact)), back.outputs.kernel.expected[0]) << exact;
+        // The sum after the step, exactly: the initial value or the carried sum, plus
+        // the square of the (coupled: decayed) gradient; worked example gW = 5, W = 1.
+        const double ge = decay == reference::Optimizer::Decay::coupled ? 5.125 : 5.0;
+        const double before = fresh ? static_cast<double>(0.1f) * optax : 0.25;
+        EXPECT_EQ(std::stod(back.outputs.second_moment_kernel.exact[0]), before + ge * ge)
+            << back.outputs.second_moment_kernel.exact[0];
+      }
+    }
+  }
+  EXPECT_GT(irrational, 0);
+}
+
+TEST(Adagrad, MalformedAdagradNamesTheField) {
+  const Fixture f = momentum_fixture(adagrad_inputs(false, false));
+  expect_malformed(
+      f, [](Json& j) { j["version"] = 1; }, "inputs.optimizer.kind",
+      "\"adagrad\" is a version 2 kind in a version 1 fixture");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["optimizer"].erase("initial_accumulator_value"); },
+      "inputs.optimizer.initial_accumulator_value", "required field is missing");
+  for (const char* foreign : {"b1", "momentum", "nesterov"})
+    expect_malformed(
+        f, [&](Json& j) { j["inputs"]["optimizer"][foreign] = j["inputs"]["optimizer"]["eps"]; },
+        std::string("inputs.optimizer.") + foreign, "unknown field");
+  expect_malformed(
+      f,
+      [](Json& j) {
+        j["inputs"]["optimizer"]["initial_accumulator_value"] = scalar_json(0x1p-130f);
+      },
+      "inputs.optimizer.initial_accumulator_value.float32",
+      "is subnormal; a hyperparameter is 0 or a normal float32");
+  // Adagrad keeps no momentum buffer; its sum comes whole.
+  expect_malformed(
+      f, [](Json& j) { j["inputs"]["momentum_kernel"] = j["inputs"]["second_moment_kernel"]; },
+      "inputs.momentum_kernel", "the optimizer \"adagrad\" keeps no momentum buffer");
+  expect_malformed(
+      f, [](Json& j) { j["inputs"].erase("second_moment_bias"); }, "inputs.second_moment_bias",
+      "required field is missing: the optimizer state comes whole");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["kernel"]["exact_rational"] = {"1"}; },
+      "outputs.kernel.exact_rational", "unknown field");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"]["momentum_kernel"] = j["outputs"]["second_moment_kernel"]; },
+      "outputs.momentum_kernel", "unknown field");
+  expect_malformed(
+      f, [](Json& j) { j["outputs"].erase("second_moment_kernel"); },
+      "outputs.second_moment_kernel", "required field is missing");
+  // A momentum step's fixture given a sum: plain SGD and momentum keep no second moment.
+  expect_malformed(
+      momentum_fixture(),
+      [](Json& j) { j["inputs"]["second_moment_kernel"] = j["inputs"]["momentum_kernel"]; },
+      "inputs.second_moment_kernel", "the optimizer \"momentum\" keeps no second moment");
+  // A sum the oracle does not derive, and a parameter digit it does not decide.
+  Fixture wrong = f;
+  wrong.outputs.second_moment_bias.exact_rational[0] = "1/3";
+  EXPECT_THROW(verify_against_oracle(wrong, "g.json"), FixtureError);
+  wrong = f;
+  wrong.outputs.bias.exact[0] = "0.5";
+  try {
+    verify_against_oracle(wrong, "g.json");
+    ADD_FAILURE() << "a wrong decided decimal was accepted";
+  } catch (const FixtureError& e) {
+    EXPECT_EQ(e.field(), "outputs.bias.exact[0]") << e.what();
+  }
+}
+
 TEST(Momentum, NonFiniteBufferElementsAreInputs) {
   // Like a NaN or infinite parameter, a non-finite buffer element is an input whose
   // outputs are due non-finite; the others are checked as usual.
@@ -711,20 +821,20 @@ TEST(Momentum, MalformedBuffersNameTheField) {
   const Fixture f = momentum_fixture();
   expect_malformed(
       f, [](Json& j) { j["inputs"].erase("optimizer"); }, "inputs.momentum_kernel",
-      "a momentum buffer without a momentum optimizer");
+      "plain SGD keeps no momentum buffer");
   expect_malformed(
       f,
       [](Json& j) {
         j["inputs"].erase("optimizer");
         j["inputs"].erase("momentum_kernel");
       },
-      "inputs.momentum_bias", "a momentum buffer without a momentum optimizer");
+      "inputs.momentum_bias", "plain SGD keeps no momentum buffer");
   expect_malformed(
       f, [](Json& j) { j["inputs"].erase("momentum_bias"); }, "inputs.momentum_bias",
-      "momentum_kernel and momentum_bias come together");
+      "the optimizer state comes whole (inputs.momentum_kernel is present)");
   expect_malformed(
       f, [](Json& j) { j["inputs"].erase("momentum_kernel"); }, "inputs.momentum_kernel",
-      "momentum_kernel and momentum_bias come together");
+      "the optimizer state comes whole (inputs.momentum_bias is present)");
   expect_malformed(
       f,
       [](Json& j) {

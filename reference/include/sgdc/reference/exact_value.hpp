@@ -1,9 +1,9 @@
 #pragma once
 /// \file
-/// The exact value of an output element that may be irrational (Adam's parameters go
-/// through a square root), as a fixture writes it down: the rational when it is one, else
-/// its decimal rounded to nearest, decided by an enclosure (docs/error-model.md,
-/// section 14).
+/// The exact value of an output element that may be irrational (Adam's and Adagrad's
+/// parameters go through a square root), as a fixture writes it down: the rational when
+/// it is one, else its decimal rounded to nearest, decided by an enclosure
+/// (docs/error-model.md, sections 14 and 16).
 
 #include <optional>
 #include <string>
@@ -24,9 +24,9 @@ struct ExactValue {
   long exponent = 0;
 };
 
-/// Adam's kernel and bias after the step of Adam case `c` (finite inputs; a bias group is
-/// the caller's to apply), element by element, each irrational one to `digits`
-/// significant digits. Throws std::runtime_error naming the element when no precision of
+/// Adam's or Adagrad's kernel and bias after the step of Adam or Adagrad case `c` (finite
+/// inputs; a bias group is the caller's to apply), element by element, each irrational one to
+/// `digits` significant digits. Throws std::runtime_error naming the element when no precision of
 /// the enclosure decides its digits.
 struct AdamParameters {
   std::vector<ExactValue> kernel, bias;

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "sgdc/reference/case.hpp"
 
@@ -79,5 +80,10 @@ inline constexpr std::array<Hyperparameter, 9> hyperparameters{{
 
 /// The row named `name`, or none.
 std::optional<Hyperparameter> find_hyperparameter(std::string_view name);
+
+/// The hyperparameters an optimizer `kind`'s step carries besides `lr`, in the order the
+/// protocol's step message and the fixtures write them: the optimizer's own in table order,
+/// then `weight_decay` (when it takes one). Empty for plain SGD.
+std::vector<const Hyperparameter*> optimizer_hyperparameters(Optimizer::Kind kind);
 
 }  // namespace sgdc::reference

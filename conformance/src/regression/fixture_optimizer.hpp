@@ -1,0 +1,31 @@
+#pragma once
+// What the fixture codec (fixture_writer.cpp, fixture_reader.cpp, derive.cpp) knows of an
+// optimizer beyond the reference's tables (optimizer_table, hyperparameters and
+// optimizer_hyperparameters(), which give inputs.optimizer's members): the version that
+// holds it, and which outputs are rational.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sgdc/reference/hyperparameters.hpp"
+
+namespace sgdc::conformance::regression::detail {
+
+/// The first format version that holds optimizer `kind`: version 1 knew plain SGD and
+/// momentum; every later optimizer (Adam, Adagrad) is version 2.
+inline std::int64_t first_version(reference::Optimizer::Kind kind) {
+  return kind == reference::Optimizer::Kind::sgd || kind == reference::Optimizer::Kind::momentum
+             ? 1
+             : 2;
+}
+
+/// Whether output `o` of case `c` carries exact_rational: every output but the parameters
+/// of an optimizer that divides by the square root of a second moment (Adam, Adagrad),
+/// irrational in general, whose exact values are decimals an enclosure decides.
+inline bool has_exact_rational(const reference::Case& c, reference::Output o) {
+  return !reference::info(c.optimizer.kind).second_moment ||
+         (o != reference::Output::kernel && o != reference::Output::bias);
+}
+
+}  // namespace sgdc::conformance::regression::detail
