@@ -237,6 +237,10 @@ std::vector<Entry> make_catalogue() {
   c.push_back(mutant("adam-state-not-advanced", Bug::adam_state_not_advanced,
                      "the moments returned as they came in (state not threaded back)",
                      "moments are returned as they came in"));
+  c.push_back(mutant("adam-decay-convention-swapped", Bug::adam_decay_convention_swapped,
+                     "Adam's weight decay coupled (torch.optim.Adam) where it is declared "
+                     "decoupled (AdamW), and back",
+                     "where the case's Adam"));
   c.push_back(mutant("sum-not-mean", Bug::sum_not_mean,
                      "loss and gradients summed over the N*K elements (reduction='sum' where the "
                      "mean belongs)",
