@@ -108,12 +108,13 @@ Step64 mean_of_means(const Case& c, const std::vector<int>& sizes) {
 
 // How a step's optimizer may differ from the case's: the known optimizer bugs.
 struct Variation {
-  bool swap_decay = false;         // the other weight-decay convention
-  bool fresh = false;              // the state given ignored: a fresh buffer or moments
-  bool dampen_fresh = false;       // a fresh buffer dampened: (1 - dampening) g
-  bool nesterov_old = false;       // Nesterov's direction from the buffer before the step
-  bool adam_t_off_by_one = false;  // Adam's bias correction with t = step
-  bool adam_eps_inside = false;    // sqrt(vh + eps), eps inside the square root
+  bool swap_decay = false;            // the other weight-decay convention
+  bool fresh = false;                 // the state given ignored: a fresh buffer or moments
+  bool dampen_fresh = false;          // a fresh buffer dampened: (1 - dampening) g
+  bool nesterov_old = false;          // Nesterov's direction from the buffer before the step
+  bool adam_t_off_by_one = false;     // Adam's bias correction with t = step
+  bool adam_eps_inside = false;       // sqrt(vh + eps), eps inside the square root
+  bool adam_decay_in_moment = false;  // the first moment reads g + wd p, decoupled decay too
 };
 
 // The change p' - p of every parameter (kernel then bias) that the case's optimizer,
@@ -155,7 +156,8 @@ std::vector<double> optimizer_change(const Case& c, const std::vector<double>& g
       if (fresh && var.dampen_fresh) b = (1.0 - double(o.dampening)) * ge;
       d = o.nesterov ? ge + mu * (var.nesterov_old ? (fresh ? 0.0 : m[i]) : b) : b;
     } else if (o.kind == reference::Optimizer::Kind::adam) {
-      const double m1 = double(o.b1) * m[i] + (1.0 - double(o.b1)) * ge;
+      const double gm = var.adam_decay_in_moment && decoupled ? ge + wd * p[i] : ge;
+      const double m1 = double(o.b1) * m[i] + (1.0 - double(o.b1)) * gm;
       const double v1 = double(o.b2) * v[i] + (1.0 - double(o.b2)) * ge * ge;
       const double mh = m1 / (1.0 - std::pow(double(o.b1), t));
       const double vh = v1 / (1.0 - std::pow(double(o.b2), t));
@@ -431,17 +433,78 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
           "the second moment matches b2 v + (1 - b2) g, not b2 v + (1 - b2) g^2: b2's average "
           "taken of the gradient, not of its square");
   }
-  if (decoupled && wd != 0.0 && v_right) {
-    std::vector<double> decayed;
-    for (std::size_t i = 0; i < p.size(); ++i)
-      decayed.push_back(b1 * m[i] + (1.0 - b1) * (g[i] + wd * p[i]));
-    if (fits(m_got, decayed, m_want))
-      found.push_back(fmt::format(
-          "the first moment matches b1 m + (1 - b1)(g + wd p) (wd={:.9g}): weight decay inside "
-          "Adam's moment (coupled, as torch.optim.Adam's weight_decay) as well as the declared "
-          "decoupled decay (AdamW's alone belongs)",
-          wd));
-  }
+  // Each element's weight decay: the bias's from its group where it has one.
+  const double bias_wd = reference::bias_group_case(c).optimizer.weight_decay;
+  const std::size_t kernel_size = c.kernel.size();
+  auto wd_at = [&](std::size_t i) { return i < kernel_size ? wd : bias_wd; };
+  if (wd == 0.0 && bias_wd == 0.0) return found;
+  // Both moments from the gradient with its element's wd p where `decayed` says, from g alone
+  // elsewhere; each moment right or fitting them.
+  auto moments = [&](auto decayed) {
+    std::vector<double> m1, v1;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double gi = decayed(i) ? g[i] + wd_at(i) * p[i] : g[i];
+      m1.push_back(b1 * m[i] + (1.0 - b1) * gi);
+      v1.push_back(b2 * v[i] + (1.0 - b2) * gi * gi);
+    }
+    return std::pair{m1, v1};
+  };
+  auto fit = [&](const std::pair<std::vector<double>, std::vector<double>>& mv) {
+    return (m_right || fits(m_got, mv.first, m_want)) &&
+           (v_right || fits(v_got, mv.second, v_want));
+  };
+  // The other convention: every moment from g + wd p where the case decays decoupled
+  // (torch.optim.Adam's weight_decay where AdamW's belongs), from g alone where it decays
+  // coupled.
+  const auto other_moments = moments([&](std::size_t) { return decoupled; });
+  bool other = fit(other_moments);
+  // Where two of these fit the moments, the parameters tell them apart by how they decay
+  // (decoupled or not at all); where they cannot, both are named.
+  const std::vector<float> p_got = joined(r.kernel, r.bias);
+  const std::vector<reference::Expected> p_want = joined(e.kernel, e.bias);
+  auto moves = [&](const Case& stepped, const Variation& var) {
+    return fits(p_got, plus(p, optimizer_change(stepped, g, var)), p_want);
+  };
+  auto tell_apart = [&](bool& a, const Case& a_case, const Variation& a_var, bool& b,
+                        const Case& b_case, const Variation& b_var) {
+    if (!a || !b) return;
+    const bool as_a = moves(a_case, a_var), as_b = moves(b_case, b_var);
+    if (as_a != as_b) (as_a ? b : a) = false;
+  };
+  // The bias without its coupled decay, the kernel with it (a parameter group the case does
+  // not declare): the same moments where the kernel's decay does not show.
+  bool group =
+      !decoupled && bias_wd != 0.0 && fit(moments([&](std::size_t i) { return i < kernel_size; }));
+  Case no_bias_decay = c;
+  no_bias_decay.bias_group = no_bias_decay.bias_group.value_or(reference::ParamGroup{});
+  no_bias_decay.bias_group->weight_decay = 0.0f;
+  tell_apart(group, no_bias_decay, {}, other, c, {.swap_decay = true});
+  // The first moment alone from g + wd p (v right) is also the decay inside the moment as
+  // well as the declared decoupled decay, whose parameters decay decoupled too.
+  bool in_moment = decoupled && v_right && fits(m_got, other_moments.first, m_want);
+  tell_apart(in_moment, c, {.adam_decay_in_moment = true}, other, c, {.swap_decay = true});
+  if (in_moment)
+    found.push_back(fmt::format(
+        "the first moment matches b1 m + (1 - b1)(g + wd p) (wd={:.9g}): weight decay inside "
+        "Adam's moment (coupled, as torch.optim.Adam's weight_decay) as well as the declared "
+        "decoupled decay (AdamW's alone belongs)",
+        wd));
+  if (group)
+    found.push_back(
+        "Adam's moments match the bias stepped without weight decay, the kernel with it (a "
+        "parameter group with weight_decay=0 for biases, or optax's mask): declare the bias's "
+        "group (recipe bias_group.weight_decay 0) if the step runs one");
+  if (other)
+    found.push_back(
+        decoupled
+            ? fmt::format("Adam's moments match the gradient with coupled decay, g + wd p "
+                          "(wd={:.9g}): Adam with coupled weight decay (torch.optim.Adam) where "
+                          "the case's AdamW (decoupled decay) belongs",
+                          wd)
+            : fmt::format("Adam's moments match the gradient without its coupled decay wd p "
+                          "(wd={:.9g}): AdamW (decoupled weight decay) where the case's Adam "
+                          "with coupled decay (torch.optim.Adam) belongs",
+                          wd));
   return found;
 }
 
