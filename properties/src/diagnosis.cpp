@@ -115,6 +115,8 @@ struct Variation {
   bool adam_t_off_by_one = false;     // Adam's bias correction with t = step
   bool adam_eps_inside = false;       // sqrt(vh + eps), eps inside the square root
   bool adam_decay_in_moment = false;  // the first moment reads g + wd p, decoupled decay too
+  bool adagrad_zero_initial = false;  // a fresh Adagrad sum started at 0, not its initial value
+  bool adagrad_eps_swapped = false;   // Adagrad's eps on the other side of the square root
 };
 
 // The change p' - p of every parameter (kernel then bias) that the case's optimizer,
@@ -162,6 +164,14 @@ std::vector<double> optimizer_change(const Case& c, const std::vector<double>& g
       const double mh = m1 / (1.0 - std::pow(double(o.b1), t));
       const double vh = v1 / (1.0 - std::pow(double(o.b2), t));
       d = mh / (std::sqrt(vh + eps_root) + eps);
+    } else if (o.kind == reference::Optimizer::Kind::adagrad) {
+      // The sum of squares: the case's, or a fresh one's initial value (Adagrad's state is
+      // the second moment).
+      const double initial = var.adagrad_zero_initial ? 0.0 : double(o.initial_accumulator_value);
+      const double sum = (fresh ? initial : v[i]) + ge * ge;
+      const double inner = var.adagrad_eps_swapped ? double(o.eps) : double(o.eps_root);
+      const double outer = var.adagrad_eps_swapped ? double(o.eps_root) : double(o.eps);
+      d = sum > 0.0 ? ge / (std::sqrt(sum + inner) + outer) : 0.0;
     }
     if (decoupled) d += wd * p[i];
     out[i] = -lr * d;
@@ -389,6 +399,34 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
         "the bias's momentum buffer matches mu * (the kernel's buffer, its first K "
         "elements) + g, not its own buffer continued: one buffer shared between kernel and "
         "bias (give each parameter its own state)");
+    return found;
+  }
+
+  if (o.kind == Kind::adagrad) {
+    // The sum of squares, kept as the second moment: s' = s + g^2 from the case's sum, or
+    // from initial_accumulator_value where the state is fresh.
+    const std::vector<float> s_got = joined(r.second_moment_kernel, r.second_moment_bias);
+    const std::vector<reference::Expected> s_want =
+        joined(e.second_moment_kernel, e.second_moment_bias);
+    if (s_got.size() != p.size() || s_want.size() != p.size() || !out_of_bound(s_got, s_want))
+      return found;
+    const double initial = o.initial_accumulator_value;
+    auto started_at = [&](double s0) {
+      std::vector<double> s;
+      for (std::size_t i = 0; i < p.size(); ++i) s.push_back(s0 + ge[i] * ge[i]);
+      return s;
+    };
+    if (fresh && initial != 0.0 && fits(s_got, started_at(0.0), s_want))
+      found.push_back(fmt::format(
+          "Adagrad's sum of squares matches a fresh sum started at 0, not at "
+          "initial_accumulator_value={:.9g}: the declared initial value ignored (torch's "
+          "default of 0 where another is declared)",
+          initial));
+    if (!fresh && fits(s_got, started_at(initial), s_want))
+      found.push_back(
+          "Adagrad's sum of squares matches one started afresh from initial_accumulator_value, "
+          "the given sum ignored (the state started afresh: not threaded back from the last "
+          "step)");
     return found;
   }
 
@@ -960,6 +998,24 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
         {"matches eps inside the square root, sqrt(vh + eps), where "
          "sqrt(vh + eps_root) + eps belongs",
          {.adam_eps_inside = true}});
+  }
+  if (o.kind == reference::Optimizer::Kind::adagrad) {
+    if (c.fresh_state() && o.initial_accumulator_value != 0.0f)
+      variations.push_back(
+          {fmt::format("matches a fresh sum of squares started at 0, not at "
+                       "initial_accumulator_value={:.9g}: the declared initial value ignored",
+                       o.initial_accumulator_value),
+           {.adagrad_zero_initial = true}});
+    if (o.eps != o.eps_root)
+      variations.push_back(
+          {o.eps_root == 0.0f
+               ? "matches Adagrad's eps inside the square root, sqrt(sum + eps), where "
+                 "sqrt(sum) + eps belongs: eps on the other side of the square root (optax's "
+                 "convention where torch's is declared)"
+               : "matches Adagrad's eps outside the square root, sqrt(sum) + eps, where "
+                 "sqrt(sum + eps) belongs: eps on the other side of the square root (torch's "
+                 "convention where optax's is declared)",
+           {.adagrad_eps_swapped = true}});
   }
   for (const auto& [text, var] : variations)
     update_hypotheses.push_back(

@@ -68,6 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"nesterov-without-lookahead", "accuracy"},
         Named{"decay-convention-swapped", "accuracy"}, Named{"adam-eps-inside", "accuracy"},
         Named{"adam-decay-convention-swapped", "accuracy"},
+        Named{"adagrad-eps-swapped", "accuracy"}, Named{"adagrad-sum-reset-every-step", "accuracy"},
+        Named{"adagrad-initial-value-ignored", "accuracy"},
         Named{"dampening-on-first-step", "special_values"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
@@ -139,7 +141,8 @@ TEST(Diagnosis, SumAndMeanOverTheBatchGetDifferentReports) {
 }
 
 TEST(Diagnosis, NothingIsSuspectedOfACorrectStep) {
-  for (const char* name : {"float32", "sequential", "pairwise", "float64", "adam-torch"}) {
+  for (const char* name : {"float32", "sequential", "pairwise", "float64", "adam-torch",
+                           "adagrad-torch", "adagrad-optax"}) {
     auto impl = builtin(name);
     const Property& p = find_property("accuracy");
     const CaseSpace space = case_space(impl->declaration(), RunOptions{});
@@ -336,6 +339,42 @@ TEST(Diagnosis, AdamsOtherDecayConventionIsToldFromABiasWithoutDecay) {
       ASSERT_FALSE(bias.empty()) << where;
       EXPECT_TRUE(contains(bias[0], group)) << where << ": " << join_suspects(bias);
       EXPECT_EQ(named(bias, swapped), !apart) << where << ": " << join_suspects(bias);
+    }
+  }
+}
+
+TEST(Diagnosis, AdagradsClassesAreNamedFromTheNumbers) {
+  // Adagrad (torch's convention: eps outside the root) with an eps large enough to show on
+  // either side of the root and an initial value: on a carried sum and on a fresh one, each
+  // mutant whose bug the case shows is named by its class first; the others, and the correct
+  // steps, are named nothing.
+  for (const bool fresh : {false, true}) {
+    reference::Case c = state_case(reference::Optimizer::Kind::adagrad);
+    c.optimizer.eps = 0.25f;
+    c.optimizer.initial_accumulator_value = 0.5f;
+    if (!fresh) {
+      c.second_moment_kernel = {0.0513f, 1.0219f, 0.0731f, 2.0117f};
+      c.second_moment_bias = {0.0412f, 0.3665f};
+    }
+    const reference::Expectation e = reference::expect(c);
+    for (const char* name : {"adagrad-eps-swapped", "adagrad-sum-reset-every-step",
+                             "adagrad-initial-value-ignored", "adagrad-torch", "adagrad-optax"}) {
+      const auto& entry = conformance::builtin::find(name);
+      const bool shows =
+          entry.kind == conformance::builtin::Kind::mutant &&
+          (entry.recipe.bug == conformance::builtin::Bug::adagrad_eps_swapped ||
+           fresh == (entry.recipe.bug == conformance::builtin::Bug::adagrad_initial_value_ignored));
+      const StepOutcome out = builtin(name)->step(c);
+      ASSERT_TRUE(out.result);
+      const auto named = suspected_bugs(c, *out.result, e);
+      const std::string where =
+          std::string(name) + (fresh ? " on a fresh sum" : " on a carried sum");
+      if (!shows) {
+        EXPECT_TRUE(named.empty()) << where << ": " << join_suspects(named);
+        continue;
+      }
+      ASSERT_FALSE(named.empty()) << where;
+      EXPECT_TRUE(contains(named[0], entry.named_by)) << where << ": " << join_suspects(named);
     }
   }
 }
