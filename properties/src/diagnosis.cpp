@@ -108,12 +108,15 @@ Step64 mean_of_means(const Case& c, const std::vector<int>& sizes) {
 
 // How a step's optimizer may differ from the case's: the known optimizer bugs.
 struct Variation {
-  bool swap_decay = false;         // the other weight-decay convention
-  bool fresh = false;              // the state given ignored: a fresh buffer or moments
-  bool dampen_fresh = false;       // a fresh buffer dampened: (1 - dampening) g
-  bool nesterov_old = false;       // Nesterov's direction from the buffer before the step
-  bool adam_t_off_by_one = false;  // Adam's bias correction with t = step
-  bool adam_eps_inside = false;    // sqrt(vh + eps), eps inside the square root
+  bool swap_decay = false;            // the other weight-decay convention
+  bool fresh = false;                 // the state given ignored: a fresh buffer or moments
+  bool dampen_fresh = false;          // a fresh buffer dampened: (1 - dampening) g
+  bool nesterov_old = false;          // Nesterov's direction from the buffer before the step
+  bool adam_t_off_by_one = false;     // Adam's bias correction with t = step
+  bool adam_eps_inside = false;       // sqrt(vh + eps), eps inside the square root
+  bool adam_decay_in_moment = false;  // the first moment reads g + wd p, decoupled decay too
+  bool adagrad_zero_initial = false;  // a fresh Adagrad sum started at 0, not its initial value
+  bool adagrad_eps_swapped = false;   // Adagrad's eps on the other side of the square root
 };
 
 // The change p' - p of every parameter (kernel then bias) that the case's optimizer,
@@ -155,11 +158,20 @@ std::vector<double> optimizer_change(const Case& c, const std::vector<double>& g
       if (fresh && var.dampen_fresh) b = (1.0 - double(o.dampening)) * ge;
       d = o.nesterov ? ge + mu * (var.nesterov_old ? (fresh ? 0.0 : m[i]) : b) : b;
     } else if (o.kind == reference::Optimizer::Kind::adam) {
-      const double m1 = double(o.b1) * m[i] + (1.0 - double(o.b1)) * ge;
+      const double gm = var.adam_decay_in_moment && decoupled ? ge + wd * p[i] : ge;
+      const double m1 = double(o.b1) * m[i] + (1.0 - double(o.b1)) * gm;
       const double v1 = double(o.b2) * v[i] + (1.0 - double(o.b2)) * ge * ge;
       const double mh = m1 / (1.0 - std::pow(double(o.b1), t));
       const double vh = v1 / (1.0 - std::pow(double(o.b2), t));
       d = mh / (std::sqrt(vh + eps_root) + eps);
+    } else if (o.kind == reference::Optimizer::Kind::adagrad) {
+      // The sum of squares: the case's, or a fresh one's initial value (Adagrad's state is
+      // the second moment).
+      const double initial = var.adagrad_zero_initial ? 0.0 : double(o.initial_accumulator_value);
+      const double sum = (fresh ? initial : v[i]) + ge * ge;
+      const double inner = var.adagrad_eps_swapped ? double(o.eps) : double(o.eps_root);
+      const double outer = var.adagrad_eps_swapped ? double(o.eps_root) : double(o.eps);
+      d = sum > 0.0 ? ge / (std::sqrt(sum + inner) + outer) : 0.0;
     }
     if (decoupled) d += wd * p[i];
     out[i] = -lr * d;
@@ -390,6 +402,34 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
     return found;
   }
 
+  if (o.kind == Kind::adagrad) {
+    // The sum of squares, kept as the second moment: s' = s + g^2 from the case's sum, or
+    // from initial_accumulator_value where the state is fresh.
+    const std::vector<float> s_got = joined(r.second_moment_kernel, r.second_moment_bias);
+    const std::vector<reference::Expected> s_want =
+        joined(e.second_moment_kernel, e.second_moment_bias);
+    if (s_got.size() != p.size() || s_want.size() != p.size() || !out_of_bound(s_got, s_want))
+      return found;
+    const double initial = o.initial_accumulator_value;
+    auto started_at = [&](double s0) {
+      std::vector<double> s;
+      for (std::size_t i = 0; i < p.size(); ++i) s.push_back(s0 + ge[i] * ge[i]);
+      return s;
+    };
+    if (fresh && initial != 0.0 && fits(s_got, started_at(0.0), s_want))
+      found.push_back(fmt::format(
+          "Adagrad's sum of squares matches a fresh sum started at 0, not at "
+          "initial_accumulator_value={:.9g}: the declared initial value ignored (torch's "
+          "default of 0 where another is declared)",
+          initial));
+    if (!fresh && fits(s_got, started_at(initial), s_want))
+      found.push_back(
+          "Adagrad's sum of squares matches one started afresh from initial_accumulator_value, "
+          "the given sum ignored (the state started afresh: not threaded back from the last "
+          "step)");
+    return found;
+  }
+
   // Adam.
   const std::vector<float> m_got = joined(r.momentum_kernel, r.momentum_bias),
                            v_got = joined(r.second_moment_kernel, r.second_moment_bias);
@@ -431,17 +471,78 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
           "the second moment matches b2 v + (1 - b2) g, not b2 v + (1 - b2) g^2: b2's average "
           "taken of the gradient, not of its square");
   }
-  if (decoupled && wd != 0.0 && v_right) {
-    std::vector<double> decayed;
-    for (std::size_t i = 0; i < p.size(); ++i)
-      decayed.push_back(b1 * m[i] + (1.0 - b1) * (g[i] + wd * p[i]));
-    if (fits(m_got, decayed, m_want))
-      found.push_back(fmt::format(
-          "the first moment matches b1 m + (1 - b1)(g + wd p) (wd={:.9g}): weight decay inside "
-          "Adam's moment (coupled, as torch.optim.Adam's weight_decay) as well as the declared "
-          "decoupled decay (AdamW's alone belongs)",
-          wd));
-  }
+  // Each element's weight decay: the bias's from its group where it has one.
+  const double bias_wd = reference::bias_group_case(c).optimizer.weight_decay;
+  const std::size_t kernel_size = c.kernel.size();
+  auto wd_at = [&](std::size_t i) { return i < kernel_size ? wd : bias_wd; };
+  if (wd == 0.0 && bias_wd == 0.0) return found;
+  // Both moments from the gradient with its element's wd p where `decayed` says, from g alone
+  // elsewhere; each moment right or fitting them.
+  auto moments = [&](auto decayed) {
+    std::vector<double> m1, v1;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double gi = decayed(i) ? g[i] + wd_at(i) * p[i] : g[i];
+      m1.push_back(b1 * m[i] + (1.0 - b1) * gi);
+      v1.push_back(b2 * v[i] + (1.0 - b2) * gi * gi);
+    }
+    return std::pair{m1, v1};
+  };
+  auto fit = [&](const std::pair<std::vector<double>, std::vector<double>>& mv) {
+    return (m_right || fits(m_got, mv.first, m_want)) &&
+           (v_right || fits(v_got, mv.second, v_want));
+  };
+  // The other convention: every moment from g + wd p where the case decays decoupled
+  // (torch.optim.Adam's weight_decay where AdamW's belongs), from g alone where it decays
+  // coupled.
+  const auto other_moments = moments([&](std::size_t) { return decoupled; });
+  bool other = fit(other_moments);
+  // Where two of these fit the moments, the parameters tell them apart by how they decay
+  // (decoupled or not at all); where they cannot, both are named.
+  const std::vector<float> p_got = joined(r.kernel, r.bias);
+  const std::vector<reference::Expected> p_want = joined(e.kernel, e.bias);
+  auto moves = [&](const Case& stepped, const Variation& var) {
+    return fits(p_got, plus(p, optimizer_change(stepped, g, var)), p_want);
+  };
+  auto tell_apart = [&](bool& a, const Case& a_case, const Variation& a_var, bool& b,
+                        const Case& b_case, const Variation& b_var) {
+    if (!a || !b) return;
+    const bool as_a = moves(a_case, a_var), as_b = moves(b_case, b_var);
+    if (as_a != as_b) (as_a ? b : a) = false;
+  };
+  // The bias without its coupled decay, the kernel with it (a parameter group the case does
+  // not declare): the same moments where the kernel's decay does not show.
+  bool group =
+      !decoupled && bias_wd != 0.0 && fit(moments([&](std::size_t i) { return i < kernel_size; }));
+  Case no_bias_decay = c;
+  no_bias_decay.bias_group = no_bias_decay.bias_group.value_or(reference::ParamGroup{});
+  no_bias_decay.bias_group->weight_decay = 0.0f;
+  tell_apart(group, no_bias_decay, {}, other, c, {.swap_decay = true});
+  // The first moment alone from g + wd p (v right) is also the decay inside the moment as
+  // well as the declared decoupled decay, whose parameters decay decoupled too.
+  bool in_moment = decoupled && v_right && fits(m_got, other_moments.first, m_want);
+  tell_apart(in_moment, c, {.adam_decay_in_moment = true}, other, c, {.swap_decay = true});
+  if (in_moment)
+    found.push_back(fmt::format(
+        "the first moment matches b1 m + (1 - b1)(g + wd p) (wd={:.9g}): weight decay inside "
+        "Adam's moment (coupled, as torch.optim.Adam's weight_decay) as well as the declared "
+        "decoupled decay (AdamW's alone belongs)",
+        wd));
+  if (group)
+    found.push_back(
+        "Adam's moments match the bias stepped without weight decay, the kernel with it (a "
+        "parameter group with weight_decay=0 for biases, or optax's mask): declare the bias's "
+        "group (recipe bias_group.weight_decay 0) if the step runs one");
+  if (other)
+    found.push_back(
+        decoupled
+            ? fmt::format("Adam's moments match the gradient with coupled decay, g + wd p "
+                          "(wd={:.9g}): Adam with coupled weight decay (torch.optim.Adam) where "
+                          "the case's AdamW (decoupled decay) belongs",
+                          wd)
+            : fmt::format("Adam's moments match the gradient without its coupled decay wd p "
+                          "(wd={:.9g}): AdamW (decoupled weight decay) where the case's Adam "
+                          "with coupled decay (torch.optim.Adam) belongs",
+                          wd));
   return found;
 }
 
@@ -897,6 +998,24 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
         {"matches eps inside the square root, sqrt(vh + eps), where "
          "sqrt(vh + eps_root) + eps belongs",
          {.adam_eps_inside = true}});
+  }
+  if (o.kind == reference::Optimizer::Kind::adagrad) {
+    if (c.fresh_state() && o.initial_accumulator_value != 0.0f)
+      variations.push_back(
+          {fmt::format("matches a fresh sum of squares started at 0, not at "
+                       "initial_accumulator_value={:.9g}: the declared initial value ignored",
+                       o.initial_accumulator_value),
+           {.adagrad_zero_initial = true}});
+    if (o.eps != o.eps_root)
+      variations.push_back(
+          {o.eps_root == 0.0f
+               ? "matches Adagrad's eps inside the square root, sqrt(sum + eps), where "
+                 "sqrt(sum) + eps belongs: eps on the other side of the square root (optax's "
+                 "convention where torch's is declared)"
+               : "matches Adagrad's eps outside the square root, sqrt(sum) + eps, where "
+                 "sqrt(sum + eps) belongs: eps on the other side of the square root (torch's "
+                 "convention where optax's is declared)",
+           {.adagrad_eps_swapped = true}});
   }
   for (const auto& [text, var] : variations)
     update_hypotheses.push_back(

@@ -2,6 +2,7 @@
 // one that does not; shrinking keeps the dimension that tells two suspects apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -66,6 +67,9 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"grad-times-shards", "accuracy"}, Named{"drop-remainder-rows", "accuracy"},
         Named{"nesterov-without-lookahead", "accuracy"},
         Named{"decay-convention-swapped", "accuracy"}, Named{"adam-eps-inside", "accuracy"},
+        Named{"adam-decay-convention-swapped", "accuracy"},
+        Named{"adagrad-eps-swapped", "accuracy"}, Named{"adagrad-sum-reset-every-step", "accuracy"},
+        Named{"adagrad-initial-value-ignored", "accuracy"},
         Named{"dampening-on-first-step", "special_values"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
@@ -137,7 +141,8 @@ TEST(Diagnosis, SumAndMeanOverTheBatchGetDifferentReports) {
 }
 
 TEST(Diagnosis, NothingIsSuspectedOfACorrectStep) {
-  for (const char* name : {"float32", "sequential", "pairwise", "float64", "adam-torch"}) {
+  for (const char* name : {"float32", "sequential", "pairwise", "float64", "adam-torch",
+                           "adagrad-torch", "adagrad-optax"}) {
     auto impl = builtin(name);
     const Property& p = find_property("accuracy");
     const CaseSpace space = case_space(impl->declaration(), RunOptions{});
@@ -215,6 +220,7 @@ INSTANTIATE_TEST_SUITE_P(
                     OnACase{"adam-moments-bfloat16", reference::Optimizer::Kind::adam},
                     OnACase{"adam-b2-on-gradient", reference::Optimizer::Kind::adam},
                     OnACase{"adam-decay-in-moment", reference::Optimizer::Kind::adam},
+                    OnACase{"adam-decay-convention-swapped", reference::Optimizer::Kind::adam},
                     OnACase{"tf32-matmul-undeclared", reference::Optimizer::Kind::sgd},
                     OnACase{"bf16-matmul-undeclared", reference::Optimizer::Kind::sgd}),
     [](const testing::TestParamInfo<OnACase>& i) {
@@ -246,6 +252,131 @@ TEST(Diagnosis, TheMomentumBufferNamesItsFormula) {
   const StepOutcome right = builtin("float32")->step(c);
   ASSERT_TRUE(right.result);
   EXPECT_TRUE(suspected_bugs(c, *right.result, reference::expect(c)).empty());
+}
+
+TEST(Diagnosis, AdamsOtherWeightDecayConventionIsNamedFromTheNumbers) {
+  // Adam where AdamW is declared, and AdamW where Adam is: the moments read g + wd p, or g
+  // alone, as the other convention has them. The correct steps of the same cases name
+  // nothing, and the neighbouring decay bugs keep their own classes: the decay inside the
+  // first moment (the parameters still decay decoupled) and a bias stepped without decay
+  // (the kernel's moments right).
+  for (const auto decay :
+       {reference::Optimizer::Decay::decoupled, reference::Optimizer::Decay::coupled}) {
+    reference::Case c = state_case(reference::Optimizer::Kind::adam);
+    c.optimizer.decay = decay;
+    const reference::Expectation e = reference::expect(c);
+    const char* convention =
+        decay == reference::Optimizer::Decay::decoupled ? "decoupled" : "coupled";
+    const StepOutcome swapped = builtin("adam-decay-convention-swapped")->step(c);
+    ASSERT_TRUE(swapped.result);
+    const auto named = suspected_bugs(c, *swapped.result, e);
+    ASSERT_FALSE(named.empty()) << convention;
+    EXPECT_TRUE(contains(named[0], "where the case's Adam")) << join_suspects(named);
+    EXPECT_TRUE(contains(named[0], decay == reference::Optimizer::Decay::decoupled
+                                       ? "the case's AdamW (decoupled decay) belongs"
+                                       : "the case's Adam with coupled decay"))
+        << join_suspects(named);
+    for (const char* right : {"float32", "adam-torch", "adam-optax"}) {
+      const StepOutcome out = builtin(right)->step(c);
+      ASSERT_TRUE(out.result);
+      const auto none = suspected_bugs(c, *out.result, e);
+      EXPECT_TRUE(none.empty()) << right << ", " << convention << ": " << join_suspects(none);
+    }
+    const char* neighbour = decay == reference::Optimizer::Decay::decoupled
+                                ? "adam-decay-in-moment"
+                                : "no-decay-on-bias-undeclared";
+    const StepOutcome other = builtin(neighbour)->step(c);
+    ASSERT_TRUE(other.result);
+    const auto theirs = suspected_bugs(c, *other.result, e);
+    ASSERT_FALSE(theirs.empty()) << neighbour;
+    EXPECT_TRUE(contains(theirs[0], conformance::builtin::find(neighbour).named_by))
+        << join_suspects(theirs);
+    for (const std::string& s : theirs)
+      EXPECT_FALSE(contains(s, "where the case's Adam")) << neighbour << ": " << s;
+  }
+}
+
+TEST(Diagnosis, AdamsOtherDecayConventionIsToldFromABiasWithoutDecay) {
+  // A zero kernel shows no decay of its own: the bias alone tells the other convention from
+  // a bias stepped without decay (an undeclared parameter group), by its moments (AdamW
+  // declared: a bias without decoupled decay keeps them right) or by its decoupled decay
+  // (Adam declared: both bugs read g alone into the moments). At lr 0 nothing decays, and
+  // where the moments cannot tell either, both classes are named.
+  const std::string swapped = "where the case's Adam";
+  const std::string group = "the bias stepped without weight decay";
+  for (const auto decay :
+       {reference::Optimizer::Decay::decoupled, reference::Optimizer::Decay::coupled}) {
+    for (const float lr : {0.0625f, 0.0f}) {
+      reference::Case c = state_case(reference::Optimizer::Kind::adam);
+      c.optimizer.decay = decay;
+      c.kernel.assign(c.kernel.size(), 0.0f);
+      c.lr = lr;
+      const reference::Expectation e = reference::expect(c);
+      const std::string where =
+          std::string(decay == reference::Optimizer::Decay::decoupled ? "AdamW" : "Adam") +
+          (lr == 0.0f ? " at lr 0" : " at lr 1/16");
+      const bool apart = decay == reference::Optimizer::Decay::decoupled || lr != 0.0f;
+      auto suspects = [&](const char* name) {
+        const StepOutcome out = builtin(name)->step(c);
+        EXPECT_TRUE(out.result);
+        return out.result ? suspected_bugs(c, *out.result, e) : std::vector<std::string>{};
+      };
+      auto named = [](const std::vector<std::string>& s, const std::string& part) {
+        return std::any_of(s.begin(), s.end(),
+                           [&](const std::string& x) { return contains(x, part); });
+      };
+      const auto convention = suspects("adam-decay-convention-swapped");
+      ASSERT_FALSE(convention.empty()) << where;
+      EXPECT_TRUE(contains(convention[0], apart ? swapped : group))
+          << where << ": " << join_suspects(convention);
+      EXPECT_EQ(named(convention, group), !apart) << where << ": " << join_suspects(convention);
+      const auto bias = suspects("no-decay-on-bias-undeclared");
+      // AdamW at lr 0: the bias's missing decay shows nowhere, and nothing is wrong.
+      if (decay == reference::Optimizer::Decay::decoupled && lr == 0.0f) {
+        EXPECT_TRUE(bias.empty()) << join_suspects(bias);
+        continue;
+      }
+      ASSERT_FALSE(bias.empty()) << where;
+      EXPECT_TRUE(contains(bias[0], group)) << where << ": " << join_suspects(bias);
+      EXPECT_EQ(named(bias, swapped), !apart) << where << ": " << join_suspects(bias);
+    }
+  }
+}
+
+TEST(Diagnosis, AdagradsClassesAreNamedFromTheNumbers) {
+  // Adagrad (torch's convention: eps outside the root) with an eps large enough to show on
+  // either side of the root and an initial value: on a carried sum and on a fresh one, each
+  // mutant whose bug the case shows is named by its class first; the others, and the correct
+  // steps, are named nothing.
+  for (const bool fresh : {false, true}) {
+    reference::Case c = state_case(reference::Optimizer::Kind::adagrad);
+    c.optimizer.eps = 0.25f;
+    c.optimizer.initial_accumulator_value = 0.5f;
+    if (!fresh) {
+      c.second_moment_kernel = {0.0513f, 1.0219f, 0.0731f, 2.0117f};
+      c.second_moment_bias = {0.0412f, 0.3665f};
+    }
+    const reference::Expectation e = reference::expect(c);
+    for (const char* name : {"adagrad-eps-swapped", "adagrad-sum-reset-every-step",
+                             "adagrad-initial-value-ignored", "adagrad-torch", "adagrad-optax"}) {
+      const auto& entry = conformance::builtin::find(name);
+      const bool shows =
+          entry.kind == conformance::builtin::Kind::mutant &&
+          (entry.recipe.bug == conformance::builtin::Bug::adagrad_eps_swapped ||
+           fresh == (entry.recipe.bug == conformance::builtin::Bug::adagrad_initial_value_ignored));
+      const StepOutcome out = builtin(name)->step(c);
+      ASSERT_TRUE(out.result);
+      const auto named = suspected_bugs(c, *out.result, e);
+      const std::string where =
+          std::string(name) + (fresh ? " on a fresh sum" : " on a carried sum");
+      if (!shows) {
+        EXPECT_TRUE(named.empty()) << where << ": " << join_suspects(named);
+        continue;
+      }
+      ASSERT_FALSE(named.empty()) << where;
+      EXPECT_TRUE(contains(named[0], entry.named_by)) << where << ": " << join_suspects(named);
+    }
+  }
 }
 
 TEST(Diagnosis, DeclaredComputeFormatsAreNotSuspected) {

@@ -27,7 +27,9 @@ void update(const reference::Case& c, AdamForm form, Bug bug, const std::vector<
             std::vector<float>& v_out) {
   const Optimizer& o = c.optimizer;
   const bool fresh = c.fresh_state();
-  const bool decoupled = o.decay == Optimizer::Decay::decoupled;
+  // The bug: torch.optim.Adam's coupled decay where AdamW's decoupled is declared, and back.
+  const bool decoupled =
+      (o.decay == Optimizer::Decay::decoupled) != (bug == Bug::adam_decay_convention_swapped);
   // t = step + 1 (the bug: the counter before it advances).
   const double t =
       static_cast<double>(c.step) + (bug == Bug::adam_bias_correction_off_by_one ? 0 : 1);

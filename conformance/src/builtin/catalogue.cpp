@@ -237,6 +237,10 @@ std::vector<Entry> make_catalogue() {
   c.push_back(mutant("adam-state-not-advanced", Bug::adam_state_not_advanced,
                      "the moments returned as they came in (state not threaded back)",
                      "moments are returned as they came in"));
+  c.push_back(mutant("adam-decay-convention-swapped", Bug::adam_decay_convention_swapped,
+                     "Adam's weight decay coupled (torch.optim.Adam) where it is declared "
+                     "decoupled (AdamW), and back",
+                     "where the case's Adam"));
   c.push_back(mutant("sum-not-mean", Bug::sum_not_mean,
                      "loss and gradients summed over the N*K elements (reduction='sum' where the "
                      "mean belongs)",
@@ -281,15 +285,18 @@ std::vector<Entry> make_catalogue() {
   c.push_back(adagrad("adagrad-eps-swapped", Kind::mutant, AdagradForm::torch,
                       Bug::adagrad_eps_swapped, torch_adagrad,
                       "declares torch's Adagrad (eps outside the root), computes optax's "
-                      "sqrt(sum + eps)"));
+                      "sqrt(sum + eps)",
+                      "eps on the other side of the square root"));
   c.push_back(adagrad("adagrad-sum-reset-every-step", Kind::mutant, AdagradForm::torch,
                       Bug::adagrad_sum_reset_every_step, torch_adagrad,
                       "the sum of squares started afresh at every step (the optimizer rebuilt "
-                      "per step, its state lost)"));
+                      "per step, its state lost)",
+                      "state started afresh"));
   c.push_back(adagrad("adagrad-initial-value-ignored", Kind::mutant, AdagradForm::torch,
                       Bug::adagrad_initial_value_ignored, torch_adagrad,
                       "a fresh sum of 0 whatever initial_accumulator_value says (torch's "
-                      "default where optax's 0.1 was declared)"));
+                      "default where optax's 0.1 was declared)",
+                      "not at initial_accumulator_value"));
   return c;
 }
 

@@ -7,9 +7,10 @@
 /// weight decay in the reported gradient or by the other convention, a momentum-like
 /// update of a plain-SGD case; the optimizer state by its own formula (a buffer read from
 /// another parameter's, Adam's moments not advanced, kept in bfloat16, b2 on g, decay inside
-/// the moment); matrix products in an undeclared narrower format (tf32, bfloat16); and,
-/// between two answers to the same case, state carried from one call to the next
-/// (gradients accumulated, a per-call factor, optimizer state).
+/// the moment, read by the other weight-decay convention or with the bias's decay left out,
+/// told apart by the parameters where the moments cannot); matrix products in an undeclared
+/// narrower format (tf32, bfloat16); and, between two answers to the same case, state carried from
+/// one call to the next (gradients accumulated, a per-call factor, optimizer state).
 
 #include <cstdint>
 #include <optional>

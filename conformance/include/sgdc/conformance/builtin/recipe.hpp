@@ -50,6 +50,7 @@ enum class Bug {
   adam_decay_in_moment,             ///< decoupled decay added to the first moment's gradient
   adam_moments_bfloat16,            ///< both moments kept in bfloat16, undeclared
   adam_state_not_advanced,          ///< the moments returned as they came in
+  adam_decay_convention_swapped,    ///< Adam's coupled decay applied decoupled (AdamW), and back
   sum_not_mean,                     ///< loss and gradients summed over the N*K elements
   clipped_gradients,                ///< gradients clipped to a global norm of 1 (undeclared)
   momentum_on_plain_sgd,            ///< a plain-SGD case stepped as Nesterov's first step
