@@ -126,6 +126,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
                                       {"k", s->k},
                                       {"num_shards", s->shards},
                                       {"placement", to_string(s->rule)},
+                                      {"optimizer", reference::to_string(s->optimizer)},
                                       {"bytes", bytes},
                                       {"state_bytes", state},
                                       {"meaning", "storage, not peak memory"}};

@@ -78,11 +78,8 @@ namespace {
 void write_shard_storage(std::ostream& os, const properties::Observations::ShardStorage& s,
                          const std::string& property) {
   namespace sharding = properties::sharding;
-  // The optimizer whose state has as many tensors: none, momentum's buffer, Adam's moments.
   sharding::StorageOptions options;
-  options.optimizer_name = s.state_tensors >= 2   ? "adam"
-                           : s.state_tensors == 1 ? "momentum"
-                                                  : "sgd";
+  options.optimizer_name = reference::to_string(s.optimizer);
   options.rule = s.rule;
   const sharding::StoragePlan plan = sharding::plan_storage(s.d, s.k, s.shards, options);
   const sharding::OptimizerState state = plan.optimizer;
@@ -91,6 +88,7 @@ void write_shard_storage(std::ostream& os, const properties::Observations::Shard
              "{}):\n  {:>5} {:>12} {:>12} {:>12} {:>12} {:>12}\n",
              property, s.d, s.k, s.shards, to_string(s.rule),
              state == sharding::OptimizerState::adam       ? "Adam"
+             : state == sharding::OptimizerState::adagrad  ? "Adagrad"
              : state == sharding::OptimizerState::momentum ? "momentum"
                                                            : "plain SGD",
              "shard", "parameters", "state", "est. params", "est. grads", "est. state");

@@ -508,11 +508,12 @@ Judgement placement(Context& ctx, const Case& c, std::span<const StepOutcome> ou
   if (!r.result) return Judgement::fail(r.failure);
   const std::vector<reference::ShardPart>& shards = *r.result->shards;
   const sharding::PlacementRule rule = ctx.declaration().capabilities.placement;
-  // The optimizer's parameter-sized state tensors: the momentum buffer, Adam's two moments.
-  const int state_tensors = c.optimizer.kind == reference::Optimizer::Kind::momentum ? 1
-                            : c.optimizer.kind == reference::Optimizer::Kind::adam   ? 2
-                                                                                     : 0;
-  Observations::ShardStorage stored{c.d, c.k, c.num_shards, rule, state_tensors, {}, {}};
+  // The optimizer's parameter-sized state tensors, as the optimizer table has them: the
+  // momentum buffer, Adam's two moments, Adagrad's sum.
+  const reference::OptimizerInfo& kept = reference::info(c.optimizer.kind);
+  const int state_tensors = (kept.buffer ? 1 : 0) + (kept.second_moment ? 1 : 0);
+  Observations::ShardStorage stored{c.d, c.k, c.num_shards, rule, state_tensors, c.optimizer.kind,
+                                    {},  {}};
   for (const reference::ShardPart& p : shards) {
     stored.values.push_back(p.kernel + p.bias);
     stored.state.push_back(p.state_kernel && p.state_bias

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sgdc/properties/sharding/placement.hpp"
+#include "sgdc/reference/case.hpp"
 #include "sgdc/reference/check.hpp"
 #include "sgdc/reference/outputs.hpp"
 
@@ -27,7 +28,9 @@ struct Observations {
   struct ShardStorage {
     int d = 0, k = 0, shards = 0;
     sharding::PlacementRule rule = sharding::PlacementRule::flat;
-    int state_tensors = 0;             ///< the step's optimizer state tensors (1 with momentum)
+    int state_tensors = 0;  ///< the step's parameter-sized optimizer state tensors
+    /// The step's optimizer, whose state those are.
+    reference::Optimizer::Kind optimizer = reference::Optimizer::Kind::sgd;
     std::vector<std::int64_t> values;  ///< per shard, kernel and bias elements together
     /// Per shard, the optimizer state elements it reported (kernel and bias together).
     std::vector<std::optional<std::int64_t>> state;

@@ -95,6 +95,7 @@ from .. import serve, skip
 from .._codec import Case, RejectCase
 from .._serve import AdamSupport, Declarations, MomentumSupport, reserve_stdout
 from ._fsdp2_world import RankFailure, RankRejected, RankWorld
+from ._state import STATE_KEYS
 
 if TYPE_CHECKING:
     from ..pytest_plugin import Sgdc
@@ -235,20 +236,20 @@ class Fsdp2Harness:
 
     @staticmethod
     def _layout(case: Case, answer: dict[str, Any]) -> dict[str, int]:
-        """What one rank stores: its parameter elements, and with momentum or Adam the
-        elements of state it keeps for each (at momentum 0, where torch keeps no buffer,
-        those of the gradient the spec's buffer is made of)."""
+        """What one rank stores: its parameter elements, and with an optimizer the
+        elements of the parameter-sized state it keeps for each (torch's state keys but
+        `step`; at momentum 0, where torch keeps no buffer, those of the gradient the
+        spec's buffer is made of)."""
         size = {name: int(answer["params"][name][0].size) for name in ("weight", "bias")}
         layout = {"kernel": size["weight"], "bias": size["bias"]}
         o = case.optimizer
         if o is None:
             return layout
+        keys = [k for k in STATE_KEYS[o.kind] if k != "step"]
         for name, ours in (("weight", "kernel"), ("bias", "bias")):
             st = answer["state"][name]
-            if o.kind == "adam":
-                n = sum(int(st[k][0].size) for k in ("exp_avg", "exp_avg_sq") if k in st)
-            elif "momentum_buffer" in st:
-                n = int(st["momentum_buffer"][0].size)
+            if any(k in st for k in keys):
+                n = sum(int(st[k][0].size) for k in keys if k in st)
             else:
                 n = int(answer["grads"][name][0].size)
             layout["state_" + ours] = n
