@@ -375,6 +375,16 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
       found.push_back(
           "the momentum buffer matches a dampened first buffer, (1 - dampening) g, where the "
           "first step keeps g");
+    // A carried buffer ignored: the buffer after the step is the first step's, the
+    // (decayed) gradient alone, where mu buf + (1 - dampening) g belongs. Only where the
+    // case's buffer moves the result (mu and the buffer not zero), else both are one; and
+    // only where the kernel's is wrong too (a bias buffer alone is told below, where a
+    // buffer shared with the kernel's explains it as well).
+    if (!fresh && mu != 0.0 && out_of_bound(r.momentum_kernel, e.momentum_kernel) &&
+        fits(b_got, ge, b_want))
+      found.push_back(
+          "the momentum buffer matches one started afresh, the given buffer ignored (the "
+          "state started afresh: not threaded back from the last step)");
     if (!found.empty()) return found;
     // The bias's buffer continued from the kernel's first K elements, not its own.
     if (fresh || c.momentum_kernel.size() < static_cast<std::size_t>(c.k)) return found;

@@ -70,6 +70,7 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"adam-decay-convention-swapped", "accuracy"},
         Named{"adagrad-eps-swapped", "accuracy"}, Named{"adagrad-sum-reset-every-step", "accuracy"},
         Named{"adagrad-initial-value-ignored", "accuracy"},
+        Named{"fresh-buffer-every-step", "accuracy"},
         Named{"dampening-on-first-step", "special_values"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
@@ -398,8 +399,14 @@ TEST(Diagnosis, ASharedBufferIsToldFromABufferStartedAfresh) {
   reference::Case c = state_case(reference::Optimizer::Kind::momentum);
   const StepOutcome fresh = builtin("fresh-buffer-every-step")->step(c);
   ASSERT_TRUE(fresh.result);
-  for (const std::string& s : suspected_bugs(c, *fresh.result, reference::expect(c)))
-    EXPECT_FALSE(contains(s, "one buffer shared")) << s;
+  const auto afresh = suspected_bugs(c, *fresh.result, reference::expect(c));
+  ASSERT_FALSE(afresh.empty());
+  EXPECT_TRUE(contains(afresh[0], "the given buffer ignored")) << afresh[0];
+  for (const std::string& s : afresh) EXPECT_FALSE(contains(s, "one buffer shared")) << s;
+  // The correct step from the same case names nothing.
+  const StepOutcome right = builtin("float32")->step(c);
+  ASSERT_TRUE(right.result);
+  EXPECT_TRUE(suspected_bugs(c, *right.result, reference::expect(c)).empty());
   c.momentum_kernel = {0.0f, 0.0f, 0.0f, 0.0f};
   const StepOutcome shared = builtin("buffer-shared")->step(c);
   ASSERT_TRUE(shared.result);
