@@ -5,10 +5,8 @@
 // holds it, and which outputs are rational.
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
-#include "sgdc/reference/hyperparameters.hpp"
+#include "sgdc/reference/case.hpp"
 
 namespace sgdc::conformance::regression::detail {
 

@@ -16,6 +16,7 @@
 #include "sgdc/conformance/regression/fixture_json.hpp"
 #include "sgdc/properties/property.hpp"
 #include "sgdc/reference/float32.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
 
 namespace sgdc::conformance::regression {
 

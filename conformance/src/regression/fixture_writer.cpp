@@ -11,6 +11,7 @@
 #include "fixture_optimizer.hpp"
 #include "protocol/base64.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
 
 namespace sgdc::conformance::regression {
 
