@@ -8,17 +8,18 @@ std::optional<Hyperparameter> find_hyperparameter(std::string_view name) {
   return std::nullopt;
 }
 
-std::vector<const Hyperparameter*> optimizer_hyperparameters(Optimizer::Kind kind) {
-  std::vector<const Hyperparameter*> out;
+std::vector<OptimizerField> optimizer_fields(Optimizer::Kind kind) {
+  std::vector<OptimizerField> out;
   const Hyperparameter* decay = nullptr;
   for (const Hyperparameter& h : hyperparameters) {
     if (!h.taken_by(kind) || h.name == std::string_view("lr")) continue;
     if (h.name == std::string_view("weight_decay"))
       decay = &h;
     else
-      out.push_back(&h);
+      out.push_back({h.name, &h});
   }
-  if (decay) out.push_back(decay);
+  if (kind == Optimizer::Kind::momentum) out.push_back({"nesterov", nullptr});
+  if (decay) out.push_back({decay->name, decay});
   return out;
 }
 

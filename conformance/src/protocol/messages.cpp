@@ -363,14 +363,15 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
   if (o.kind != reference::Optimizer::Kind::sgd) {
     // Sent only for another optimizer than plain SGD: a v1 step stays as it was.
     j["optimizer"] = to_string(o.kind);
-    // Its hyperparameters as the reference's table lists them (momentum's nesterov before
-    // weight_decay), one scalar array each.
-    for (const reference::Hyperparameter* h : reference::optimizer_hyperparameters(o.kind)) {
-      if (h->name == std::string_view("weight_decay") &&
-          o.kind == reference::Optimizer::Kind::momentum)
-        j["nesterov"] = o.nesterov;
-      const float v = h->get(c);
-      j[h->name] = write(std::span<const float>(&v, 1));
+    // Its hyperparameters as the reference's table lists them, one scalar array each, and
+    // momentum's nesterov flag.
+    for (const reference::OptimizerField& f : reference::optimizer_fields(o.kind)) {
+      if (!f.hyperparameter) {
+        j[f.name] = o.nesterov;
+        continue;
+      }
+      const float v = f.hyperparameter->get(c);
+      j[f.name] = write(std::span<const float>(&v, 1));
     }
     j["decay"] = to_string(o.decay);
   }

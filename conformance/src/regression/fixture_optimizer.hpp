@@ -1,7 +1,7 @@
 #pragma once
 // What the fixture codec (fixture_writer.cpp, fixture_reader.cpp, derive.cpp) knows of an
 // optimizer beyond the reference's tables (optimizer_table, hyperparameters and
-// optimizer_hyperparameters(), which give inputs.optimizer's members): the version that
+// optimizer_fields(), which give inputs.optimizer's members): the version that
 // holds it, and which outputs are rational.
 
 #include <cstdint>

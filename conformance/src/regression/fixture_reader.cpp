@@ -169,10 +169,10 @@ const std::regex rational_pattern("-?[0-9]+(/[1-9][0-9]*)?");
 std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
                                const std::vector<std::int64_t>& shape, const char* dims);
 
-// inputs.optimizer: {"kind", then the optimizer's hyperparameters but lr (scalar arrays,
-// reference::optimizer_hyperparameters), momentum's "nesterov" (bool), "decay" ("coupled" |
-// "decoupled")}: {"kind": "momentum", "momentum", "dampening", "nesterov", "weight_decay",
-// "decay"}; version 2 also {"kind": "adam", "b1", "b2", "eps", "eps_root", ...} and
+// inputs.optimizer: {"kind", then the optimizer's fields (reference::optimizer_fields:
+// its hyperparameters but lr as scalar arrays, momentum's "nesterov" as a bool), "decay"
+// ("coupled" | "decoupled")}: {"kind": "momentum", "momentum", "dampening", "nesterov",
+// "weight_decay", "decay"}; version 2 also {"kind": "adam", "b1", "b2", "eps", "eps_root", ...} and
 // {"kind": "adagrad", "eps", "eps_root", "initial_accumulator_value", ...}.
 reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t version) {
   r.expect_type(j, "inputs.optimizer", j.is_object(), "an object");
@@ -191,15 +191,9 @@ reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t vers
     r.fail("inputs.optimizer.kind",
            fmt::format("\"{}\" is a version {} kind in a version {} fixture", kind,
                        detail::first_version(*parsed), version));
-  const std::vector<const reference::Hyperparameter*> scalars =
-      reference::optimizer_hyperparameters(*parsed);
+  const std::vector<reference::OptimizerField> fields = reference::optimizer_fields(*parsed);
   std::vector<std::string> keys = {"kind"};
-  for (const reference::Hyperparameter* h : scalars) {
-    if (h->name == std::string_view("weight_decay") &&
-        *parsed == reference::Optimizer::Kind::momentum)
-      keys.push_back("nesterov");
-    keys.push_back(h->name);
-  }
+  for (const reference::OptimizerField& f : fields) keys.push_back(f.name);
   keys.push_back("decay");
   r.object(j, "inputs.optimizer", keys);
   const Json& o = j;
@@ -219,15 +213,14 @@ reference::Optimizer optimizer(const Reader& r, const Json& j, std::int64_t vers
                                             kind == FP_SUBNORMAL ? "subnormal" : "not finite"));
     return v[0];
   };
-  for (const std::string& key : keys) {
-    if (key == "nesterov") {
-      r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
-                    "true or false");
-      holder.optimizer.nesterov = o["nesterov"].get<bool>();
-    } else if (key != "kind" && key != "decay") {
-      const auto h = reference::find_hyperparameter(key);
-      h->set(holder, scalar(h->name));
+  for (const reference::OptimizerField& f : fields) {
+    if (f.hyperparameter) {
+      f.hyperparameter->set(holder, scalar(f.name));
+      continue;
     }
+    r.expect_type(o["nesterov"], "inputs.optimizer.nesterov", o["nesterov"].is_boolean(),
+                  "true or false");
+    holder.optimizer.nesterov = o["nesterov"].get<bool>();
   }
   reference::Optimizer out = holder.optimizer;
   const std::string decay = r.string(o["decay"], "inputs.optimizer.decay");

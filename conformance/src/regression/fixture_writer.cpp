@@ -100,12 +100,9 @@ Json to_json(const Fixture& f) {
   if (const reference::Optimizer& o = c.optimizer; o.kind != reference::Optimizer::Kind::sgd) {
     Json opt = Json::object();
     opt["kind"] = to_string(o.kind);
-    for (const reference::Hyperparameter* h : reference::optimizer_hyperparameters(o.kind)) {
-      if (h->name == std::string_view("weight_decay") &&
-          o.kind == reference::Optimizer::Kind::momentum)
-        opt["nesterov"] = o.nesterov;
-      opt[h->name] = input_array(Json::array(), {h->get(c)});
-    }
+    for (const reference::OptimizerField& f : reference::optimizer_fields(o.kind))
+      opt[f.name] = f.hyperparameter ? input_array(Json::array(), {f.hyperparameter->get(c)})
+                                     : Json(o.nesterov);
     opt["decay"] = to_string(o.decay);
     in["optimizer"] = std::move(opt);
   }

@@ -81,9 +81,16 @@ inline constexpr std::array<Hyperparameter, 9> hyperparameters{{
 /// The row named `name`, or none.
 std::optional<Hyperparameter> find_hyperparameter(std::string_view name);
 
-/// The hyperparameters an optimizer `kind`'s step carries besides `lr`, in the order the
-/// protocol's step message and the fixtures write them: the optimizer's own in table order,
-/// then `weight_decay` (when it takes one). Empty for plain SGD.
-std::vector<const Hyperparameter*> optimizer_hyperparameters(Optimizer::Kind kind);
+/// One member an optimizer's step carries besides `lr` and its decay convention: a
+/// hyperparameter of the table, or momentum's `nesterov` flag (`hyperparameter` null).
+struct OptimizerField {
+  const char* name;
+  const Hyperparameter* hyperparameter;
+};
+
+/// The members of an optimizer `kind`'s step, in the order the protocol's step message and
+/// the fixtures write them: the optimizer's own hyperparameters in table order, then
+/// momentum's `nesterov`, then `weight_decay` (when it takes one). Empty for plain SGD.
+std::vector<OptimizerField> optimizer_fields(Optimizer::Kind kind);
 
 }  // namespace sgdc::reference
