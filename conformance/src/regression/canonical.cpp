@@ -33,6 +33,22 @@ std::vector<float> pattern(int count, int a, int b) {
   return v;
 }
 
+// Each value squared: a second moment, or a sum of squares, like the parameters'.
+std::vector<float> squares(std::vector<float> v) {
+  for (float& x : v) x *= x;
+  return v;
+}
+
+// The case's optimizer at its first step: step 0, no state carried.
+reference::Case first_step(reference::Case c) {
+  c.step = 0;
+  c.momentum_kernel.clear();
+  c.momentum_bias.clear();
+  c.second_moment_kernel.clear();
+  c.second_moment_bias.clear();
+  return c;
+}
+
 // Large terms whose sum nearly cancels: y within one ULP of fl(x W + b).
 reference::Case heavy_cancellation() {
   reference::Case c = make(
@@ -170,20 +186,16 @@ std::vector<Fixture> canonical_fixtures() {
     c.optimizer.decay = reference::Optimizer::Decay::decoupled;
     c.momentum_kernel = pattern(4, 5, 8);
     c.momentum_bias = pattern(2, 3, 6);
-    for (const float m : pattern(4, 7, 3)) c.second_moment_kernel.push_back(m * m);
-    for (const float m : pattern(2, 11, 9)) c.second_moment_bias.push_back(m * m);
+    c.second_moment_kernel = squares(pattern(4, 7, 3));
+    c.second_moment_bias = squares(pattern(2, 11, 9));
     out.push_back(
         canonical("adamw-carried-state",
                   "AdamW (decoupled decay 0.125) with carried moments at step 9: bias corrections "
                   "1 - b^10, parameters through the square root (format version 2)",
                   c));
+    c = first_step(c);
     c.optimizer.decay = reference::Optimizer::Decay::coupled;
     c.optimizer.eps_root = 0x1p-16f;
-    c.step = 0;
-    c.momentum_kernel.clear();
-    c.momentum_bias.clear();
-    c.second_moment_kernel.clear();
-    c.second_moment_bias.clear();
     out.push_back(canonical(
         "adam-coupled-fresh-eps-root",
         "Adam's first step with coupled decay (torch.optim.Adam's) and eps_root 2^-16 inside "
@@ -200,8 +212,8 @@ std::vector<Fixture> canonical_fixtures() {
     c.optimizer.eps = 0x1p-20f;
     c.optimizer.weight_decay = 0.125f;
     c.optimizer.decay = reference::Optimizer::Decay::coupled;
-    for (const float m : pattern(4, 7, 3)) c.second_moment_kernel.push_back(m * m);
-    for (const float m : pattern(2, 11, 9)) c.second_moment_bias.push_back(m * m);
+    c.second_moment_kernel = squares(pattern(4, 7, 3));
+    c.second_moment_bias = squares(pattern(2, 11, 9));
     out.push_back(canonical(
         "adagrad-torch-carried-sum",
         "Adagrad as torch.optim.Adagrad has it: eps 2^-20 outside the square root, coupled "
@@ -209,24 +221,19 @@ std::vector<Fixture> canonical_fixtures() {
         c));
     // torch's first step from a sum of its own initial_accumulator_value, with an eps
     // large enough that inside the root it would give another step.
-    reference::Case first = c;
+    reference::Case first = first_step(c);
     first.optimizer.initial_accumulator_value = 0.5f;
     first.optimizer.eps = 0.25f;
-    first.step = 0;
-    first.second_moment_kernel.clear();
-    first.second_moment_bias.clear();
     out.push_back(canonical(
         "adagrad-torch-initial-value",
         "torch.optim.Adagrad's first step with initial_accumulator_value 0.5 (the sum starts "
         "there, not at 0) and eps 0.25 outside the square root (format version 2)",
         first));
+    c = first_step(c);
     c.optimizer.eps = 0.0f;
     c.optimizer.eps_root = 0x1p-20f;
     c.optimizer.weight_decay = 0.0f;
     c.optimizer.initial_accumulator_value = 0.1f;
-    c.step = 0;
-    c.second_moment_kernel.clear();
-    c.second_moment_bias.clear();
     out.push_back(canonical(
         "adagrad-optax-fresh",
         "Adagrad as optax.adagrad has it: eps 2^-20 inside the square root, the first step's "
