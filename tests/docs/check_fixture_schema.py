@@ -17,6 +17,7 @@ import copy
 import json
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import jsonschema
@@ -47,82 +48,81 @@ def main() -> int:
         for error in schemas[version].iter_errors(fixture):
             failures.append(f"{path}: {error.json_path}: {error.message}")
     # Each schema can fail: the nearest files it must reject.
-    group = next((f for f in by_version.get(2, []) if "bias_group" in f["inputs"]), None)
-    if group is None:
-        failures.append("no committed version 2 fixture with inputs.bias_group")
-    else:
-        as_v1 = copy.deepcopy(group)
-        as_v1["version"] = 1
-        empty = copy.deepcopy(group)
-        empty["inputs"]["bias_group"] = {}
+    def committed(what: str, matches: Callable[[Any], bool]) -> Any:
+        """The first committed version 2 fixture that `matches`, else a failure."""
+        found = next((f for f in by_version.get(2, []) if matches(f)), None)
+        if found is None:
+            failures.append(f"no committed version 2 fixture {what}")
+        return found
+
+    def rejected(*cases: tuple[str, Any, int]) -> None:
+        """Each (name, fixture, version): the version's schema must reject the fixture."""
+        for name, bad, version in cases:
+            if schemas[version].is_valid(bad):
+                failures.append(f"the version {version} schema accepts {name}")
+
+    def kind(f: Any) -> str | None:
+        return f["inputs"].get("optimizer", {}).get("kind")
+
+    def changed(f: Any, change: Callable[[Any], None]) -> Any:
+        """A deep copy of `f` with `change` applied."""
+        out = copy.deepcopy(f)
+        change(out)
+        return out
+
+    def as_v1(f: Any) -> Any:
+        return changed(f, lambda g: g.update(version=1))
+
+    group = committed("with inputs.bias_group", lambda f: "bias_group" in f["inputs"])
+    if group is not None:
+        empty = changed(group, lambda g: g["inputs"].update(bias_group={}))
         plain = copy.deepcopy(group)  # a plain-SGD step in every other respect
         for part in ("inputs", "outputs"):
             for key in ("optimizer", "momentum_kernel", "momentum_bias"):
                 plain[part].pop(key, None)
-        lr_only = copy.deepcopy(plain)
-        del lr_only["inputs"]["bias_group"]["weight_decay"]
+        lr_only = changed(plain, lambda g: g["inputs"]["bias_group"].pop("weight_decay"))
         if not schemas[2].is_valid(lr_only):
             failures.append("the version 2 schema rejects a plain-SGD bias group with an lr")
-        for name, bad, version in (("a version 1 file with bias_group", as_v1, 1),
-                                   ("an empty bias_group", empty, 2),
-                                   ("a plain-SGD bias group with a weight decay", plain, 2)):
-            if schemas[version].is_valid(bad):
-                failures.append(f"the version {version} schema accepts {name}")
-    adam = next((f for f in by_version.get(2, [])
-                 if f["inputs"].get("optimizer", {}).get("kind") == "adam"), None)
-    if adam is None:
-        failures.append("no committed version 2 fixture of an Adam step")
-    else:
-        as_v1 = copy.deepcopy(adam)
-        as_v1["version"] = 1
-        rational = copy.deepcopy(adam)
-        rational["outputs"]["kernel"]["exact_rational"] = ["0"] * len(adam["outputs"]["kernel"]["exact"])
-        no_moment = copy.deepcopy(adam)
-        del no_moment["outputs"]["second_moment_bias"]
-        for name, bad, version in (("an Adam step in version 1", as_v1, 1),
-                                   ("exact_rational on Adam's kernel", rational, 2),
-                                   ("an Adam step without its second moment", no_moment, 2)):
-            if schemas[version].is_valid(bad):
-                failures.append(f"the version {version} schema accepts {name}")
-    adagrad = next((f for f in by_version.get(2, [])
-                    if f["inputs"].get("optimizer", {}).get("kind") == "adagrad"
-                    and "second_moment_kernel" in f["inputs"]), None)
-    if adagrad is None:
-        failures.append("no committed version 2 fixture of an Adagrad step with a carried sum")
-    else:
-        as_v1 = copy.deepcopy(adagrad)
-        as_v1["version"] = 1
-        rational = copy.deepcopy(adagrad)
-        rational["outputs"]["bias"]["exact_rational"] = ["0"] * len(adagrad["outputs"]["bias"]["exact"])
-        no_sum = copy.deepcopy(adagrad)
-        del no_sum["outputs"]["second_moment_kernel"]
-        with_buffer = copy.deepcopy(adagrad)
-        with_buffer["inputs"]["momentum_kernel"] = adagrad["inputs"]["second_moment_kernel"]
-        with_buffer["inputs"]["momentum_bias"] = adagrad["inputs"]["second_moment_bias"]
-        buffer_out = copy.deepcopy(adagrad)
-        buffer_out["outputs"]["momentum_kernel"] = adagrad["outputs"]["second_moment_kernel"]
-        buffer_out["outputs"]["momentum_bias"] = adagrad["outputs"]["second_moment_bias"]
-        no_eps_field = copy.deepcopy(adagrad)
-        del no_eps_field["inputs"]["optimizer"]["initial_accumulator_value"]
-        for name, bad, version in (("an Adagrad step in version 1", as_v1, 1),
-                                   ("exact_rational on Adagrad's bias", rational, 2),
-                                   ("an Adagrad step without its sum after the step", no_sum, 2),
-                                   ("a momentum buffer input with Adagrad", with_buffer, 2),
-                                   ("a momentum buffer output with Adagrad", buffer_out, 2),
-                                   ("Adagrad without initial_accumulator_value", no_eps_field, 2)):
-            if schemas[version].is_valid(bad):
-                failures.append(f"the version {version} schema accepts {name}")
-    carried = next((f for f in by_version.get(2, [])
-                    if f["inputs"].get("optimizer", {}).get("kind") == "adam"
-                    and "second_moment_kernel" in f["inputs"]), None)
-    if carried is None:
-        failures.append("no committed version 2 fixture of an Adam step with carried moments")
-    else:
-        first_only = copy.deepcopy(carried)
-        for key in ("momentum_kernel", "momentum_bias"):
-            del first_only["inputs"][key]
-        if schemas[2].is_valid(first_only):
-            failures.append("the version 2 schema accepts Adam's second moment without its first")
+        rejected(("a version 1 file with bias_group", as_v1(group), 1),
+                 ("an empty bias_group", empty, 2),
+                 ("a plain-SGD bias group with a weight decay", plain, 2))
+
+    def rational_parameter(f: Any, output: str) -> Any:
+        exact = f["outputs"][output]["exact"]
+        return changed(f, lambda g: g["outputs"][output].update(exact_rational=["0"] * len(exact)))
+
+    def dropped(f: Any, part: str, key: str) -> Any:
+        return changed(f, lambda g: g[part].pop(key))
+
+    adam = committed("of an Adam step", lambda f: kind(f) == "adam")
+    if adam is not None:
+        rejected(("an Adam step in version 1", as_v1(adam), 1),
+                 ("exact_rational on Adam's kernel", rational_parameter(adam, "kernel"), 2),
+                 ("an Adam step without its second moment",
+                  dropped(adam, "outputs", "second_moment_bias"), 2))
+    adagrad = committed("of an Adagrad step with a carried sum",
+                        lambda f: kind(f) == "adagrad" and "second_moment_kernel" in f["inputs"])
+    if adagrad is not None:
+        def buffer_as_sum(part: str) -> Any:
+            return changed(adagrad, lambda g: g[part].update(
+                momentum_kernel=g[part]["second_moment_kernel"],
+                momentum_bias=g[part]["second_moment_bias"]))
+
+        rejected(("an Adagrad step in version 1", as_v1(adagrad), 1),
+                 ("exact_rational on Adagrad's bias", rational_parameter(adagrad, "bias"), 2),
+                 ("an Adagrad step without its sum after the step",
+                  dropped(adagrad, "outputs", "second_moment_kernel"), 2),
+                 ("a momentum buffer input with Adagrad", buffer_as_sum("inputs"), 2),
+                 ("a momentum buffer output with Adagrad", buffer_as_sum("outputs"), 2),
+                 ("Adagrad without initial_accumulator_value",
+                  changed(adagrad,
+                          lambda g: g["inputs"]["optimizer"].pop("initial_accumulator_value")), 2))
+    carried = committed("of an Adam step with carried moments",
+                        lambda f: kind(f) == "adam" and "second_moment_kernel" in f["inputs"])
+    if carried is not None:
+        first_only = changed(carried, lambda g: [g["inputs"].pop(k)
+                                                 for k in ("momentum_kernel", "momentum_bias")])
+        rejected(("Adam's second moment without its first", first_only, 2))
     for line in failures:
         print(line)
     print(f"{len(files)} fixtures checked against {len(schemas)} schemas, "

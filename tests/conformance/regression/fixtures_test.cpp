@@ -11,6 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "protocol/base64.hpp"
 #include "sgdc/conformance/builtin/catalogue.hpp"
@@ -618,6 +619,28 @@ TEST(Momentum, MalformedOptimizerNamesTheField) {
   }
 }
 
+// A fixture of a step whose parameters go through a square root (Adam, Adagrad), written,
+// read back and checked against the oracle: version 2, the parameters without
+// exact_rational and the second moment with it, the decided decimal rounding to the
+// expected float32. Returns the fixture read back and whether the kernel's exact value
+// has 40 significant digits (does not terminate).
+std::pair<Fixture, bool> root_fixture_round_trip(const reference::Case& c, const char* file) {
+  const std::string text = to_json_text(momentum_fixture(c));
+  const Json j = Json::parse(text);
+  EXPECT_EQ(j["version"], 2);
+  EXPECT_FALSE(j["outputs"]["kernel"].contains("exact_rational"));
+  EXPECT_TRUE(j["outputs"]["second_moment_kernel"].contains("exact_rational"));
+  const std::string exact = j["outputs"]["kernel"]["exact"][0];
+  Fixture back = parse_fixture(text, file);
+  EXPECT_EQ(to_json_text(back), text);
+  EXPECT_EQ(back.inputs.optimizer, c.optimizer);
+  EXPECT_EQ(back.inputs.second_moment_kernel, c.second_moment_kernel);
+  EXPECT_NO_THROW(verify_against_oracle(back, file));
+  // The decided decimal and the correctly rounded float32 agree.
+  EXPECT_EQ(static_cast<float>(std::stod(exact)), back.outputs.kernel.expected[0]) << exact;
+  return {std::move(back), std::count_if(exact.begin(), exact.end(), ::isdigit) >= 40};
+}
+
 // Adam (format version 2): the parameters' exact values are decimals the enclosure
 // decides, without exact_rational; the moments are rational as before. Round trip,
 // agreement with the oracle, and the faults named.
@@ -636,22 +659,7 @@ TEST(Adam, FixturesRoundTripAndAgreeWithTheOracle) {
       c.optimizer.weight_decay = 0.125f;
       c.optimizer.decay = decay;
       if (!fresh) c.second_moment_kernel = {0.25f}, c.second_moment_bias = {0.5f};
-      const Fixture f = momentum_fixture(c);
-      const std::string text = to_json_text(f);
-      const Json j = Json::parse(text);
-      EXPECT_EQ(j["version"], 2);
-      EXPECT_FALSE(j["outputs"]["kernel"].contains("exact_rational"));
-      EXPECT_TRUE(j["outputs"]["second_moment_kernel"].contains("exact_rational"));
-      const std::string exact = j["outputs"]["kernel"]["exact"][0];
-      // 40 significant digits where the value does not terminate.
-      irrational += std::count_if(exact.begin(), exact.end(), ::isdigit) >= 40;
-      const Fixture back = parse_fixture(text, "a.json");
-      EXPECT_EQ(to_json_text(back), text);
-      EXPECT_EQ(back.inputs.optimizer, c.optimizer);
-      EXPECT_EQ(back.inputs.second_moment_kernel, c.second_moment_kernel);
-      EXPECT_NO_THROW(verify_against_oracle(back, "a.json"));
-      // The decided decimal and the correctly rounded float32 agree.
-      EXPECT_EQ(static_cast<float>(std::stod(exact)), back.outputs.kernel.expected[0]) << exact;
+      irrational += root_fixture_round_trip(c, "a.json").second;
     }
   }
   EXPECT_GT(irrational, 0);
@@ -714,24 +722,13 @@ TEST(Adagrad, FixturesRoundTripAndAgreeWithTheOracle) {
            {reference::Optimizer::Decay::coupled, reference::Optimizer::Decay::decoupled}) {
         reference::Case c = adagrad_inputs(fresh, optax);
         c.optimizer.decay = decay;
-        const Fixture f = momentum_fixture(c);
-        const std::string text = to_json_text(f);
-        const Json j = Json::parse(text);
-        EXPECT_EQ(j["version"], 2);
+        const Json j = Json::parse(to_json_text(momentum_fixture(c)));
         EXPECT_EQ(j["inputs"]["optimizer"]["kind"], "adagrad");
         EXPECT_TRUE(j["inputs"]["optimizer"].contains("initial_accumulator_value"));
         EXPECT_FALSE(j["outputs"].contains("momentum_kernel"));
-        EXPECT_FALSE(j["outputs"]["kernel"].contains("exact_rational"));
-        EXPECT_TRUE(j["outputs"]["second_moment_kernel"].contains("exact_rational"));
         EXPECT_EQ(j["inputs"].contains("second_moment_kernel"), !fresh);
-        const std::string exact = j["outputs"]["kernel"]["exact"][0];
-        irrational += std::count_if(exact.begin(), exact.end(), ::isdigit) >= 40;
-        const Fixture back = parse_fixture(text, "g.json");
-        EXPECT_EQ(to_json_text(back), text);
-        EXPECT_EQ(back.inputs.optimizer, c.optimizer);
-        EXPECT_EQ(back.inputs.second_moment_kernel, c.second_moment_kernel);
-        EXPECT_NO_THROW(verify_against_oracle(back, "g.json"));
-        EXPECT_EQ(static_cast<float>(std::stod(exact)), back.outputs.kernel.expected[0]) << exact;
+        const auto [back, digits40] = root_fixture_round_trip(c, "g.json");
+        irrational += digits40;
         // The sum after the step, exactly: the initial value or the carried sum, plus
         // the square of the (coupled: decayed) gradient; worked example gW = 5, W = 1.
         const double ge = decay == reference::Optimizer::Decay::coupled ? 5.125 : 5.0;
