@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A Flax NNX Linear layer trained by optax.sgd (with or without momentum) or optax's
-Adam, run by JAX on the CPU, the way a training loop runs it: one jit-compiled train
-step (forward, loss, gradients, optimizer update), served by the kit's harness.
+"""A Flax NNX Linear layer trained by optax.sgd (with or without momentum), optax's
+Adam or optax's Adagrad, run by JAX on the CPU, the way a training loop runs it: one
+jit-compiled train step (forward, loss, gradients, optimizer update), served by the
+kit's harness.
 
     conformance/python/run-adapter conformance/python/adapters/flax_nnx_step.py [--eps-root VALUE]
 
@@ -11,7 +12,8 @@ scripts/install-python-deps.sh pins).
 Everything is the harness's default (`sgdc_adapter.jax`): a bare `nnx.Linear(d, k)`,
 `nnx.Optimizer` over `optax_optimizer`'s chains (optax.sgd; optax.trace for momentum,
 Nesterov and both weight decay conventions; scale_by_adam for Adam and AdamW, eps_root
-included; optax has no dampening), the mean squared error's value_and_grad then
+included; scale_by_rss for optax.adagrad, its epsilon inside the root; optax has no
+dampening), the mean squared error's value_and_grad then
 `optimizer.update`, jitted; NNX's uint32 counter, which wraps after 2**32 - 1, and XLA's
 flushed subnormals declared. One program per shape serves every optimizer, and its
 compiled programs go to JAX's persistent cache: a default run compiles 12 programs the

@@ -13,14 +13,15 @@ import numpy as np
 import pytest
 
 import sgdc_adapter
-from fakesuite import F32, make_case, step_message, with_adam, with_momentum
+from fakesuite import F32, make_case, step_message, with_adagrad, with_adam, with_momentum
 
 jax = pytest.importorskip("jax")
 optax = pytest.importorskip("optax")
 pytest.importorskip("flax")
 import jax.numpy as jnp  # noqa: E402
 
-from sgdc_adapter.jax import dampened_trace, harness, optax_optimizer  # noqa: E402
+from sgdc_adapter.jax import (dampened_trace, harness, optax_optimizer,  # noqa: E402
+                              served_structures)
 
 MOMENTUM_ALL = sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
                                             weight_decay=("coupled", "decoupled"))
@@ -31,10 +32,14 @@ def parsed(case: dict[str, Any]) -> sgdc_adapter.Case:
 
 
 def every_structure(n: int, d: int, k: int, seed: int = 0) -> list[sgdc_adapter.Case]:
-    """Plain SGD, heavy ball, Nesterov and Adam cases of one shape."""
+    """Plain SGD, heavy ball, Nesterov, Adam and Adagrad (optax's: eps inside the root;
+    a carried sum and a fresh one) cases of one shape."""
     base = make_case(n, d, k, seed=seed)
     return [parsed(base), parsed(with_momentum(base)),
-            parsed(with_momentum(base, nesterov=True)), parsed(with_adam(base))]
+            parsed(with_momentum(base, nesterov=True)), parsed(with_adam(base)),
+            parsed(with_adagrad(base, eps=0.0, eps_root=1e-7)),
+            parsed(with_adagrad(base, eps=0.0, eps_root=1e-7, initial_accumulator_value=0.1,
+                                state=False))]
 
 
 def test_one_program_per_shape_serves_every_structure() -> None:
@@ -45,9 +50,10 @@ def test_one_program_per_shape_serves_every_structure() -> None:
         assert all(isinstance(o, dict) for o in out), out
         assert sorted(h.programs) == [(3, 2, 2, 1), (4, 2, 2, 1)]
         layer = h.layer(2, 2)
-        assert layer.served == ["sgd", "momentum", "nesterov", "adam"]
+        assert layer.served == ["sgd", "momentum", "nesterov", "adam", "adagrad"]
         for name in ("momentum/trace.kernel", "nesterov/trace.kernel", "adam/mu.bias",
-                     "sgd/hyperparams.learning_rate", "adam/hyperparams.learning_rate"):
+                     "adagrad/sum_of_squares.kernel", "sgd/hyperparams.learning_rate",
+                     "adam/hyperparams.learning_rate"):
             assert len(layer.slots[name]) == 1, name
     finally:
         h.close()
@@ -68,6 +74,9 @@ def test_each_structure_steps_as_its_own_chain() -> None:
                 tx = optax.sgd(case.lr)
             elif isinstance(o, sgdc_adapter.AdamOptimizer):
                 tx = optax.adam(case.lr, b1=o.b1, b2=o.b2, eps=o.eps, eps_root=o.eps_root)
+            elif isinstance(o, sgdc_adapter.AdagradOptimizer):
+                tx = optax.adagrad(case.lr, initial_accumulator_value=o.initial_accumulator_value,
+                                   eps=o.eps_root)
             else:
                 tx = optax.sgd(case.lr, momentum=o.momentum, nesterov=o.nesterov)
             state = tx.init(params)  # optax's chains: (direction state, EmptyState)
@@ -76,13 +85,47 @@ def test_each_structure_steps_as_its_own_chain() -> None:
                     mu={"kernel": case.momentum_kernel, "bias": case.momentum_bias},
                     nu={"kernel": case.second_moment_kernel, "bias": case.second_moment_bias}),
                     state[1])
+            elif isinstance(o, sgdc_adapter.AdagradOptimizer):
+                if not case.fresh_state:  # else optax's own init: the initial value
+                    state = (state[0]._replace(sum_of_squares={
+                        "kernel": case.second_moment_kernel, "bias": case.second_moment_bias}),
+                        state[1])
             elif o is not None:
                 state = (state[0]._replace(
                     trace={"kernel": case.momentum_kernel, "bias": case.momentum_bias}), state[1])
-            updates, _ = tx.update(grads, state, params)
+            updates, new_state = tx.update(grads, state, params)
             expected = optax.apply_updates(params, updates)
             np.testing.assert_allclose(out["kernel"], expected["kernel"], rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(out["bias"], expected["bias"], rtol=1e-5, atol=1e-6)
+            if isinstance(o, sgdc_adapter.AdagradOptimizer):
+                for name in ("kernel", "bias"):
+                    np.testing.assert_allclose(out["second_moment_" + name],
+                                               new_state[0].sum_of_squares[name], rtol=1e-6)
+                assert "momentum_kernel" not in out
+    finally:
+        h.close()
+
+
+def test_only_the_declared_structures_are_built() -> None:
+    """Each structure is one more chain in every program: a declaration of AdamW alone
+    builds the Adam chain alone, the default declarations every chain optax serves."""
+    adam = sgdc_adapter.AdamSupport(weight_decay=("decoupled",))
+    assert served_structures({"adam": adam, "recipe": {"optimizers": ["adam"]}}) == [
+        ("adam", False)]
+    assert served_structures({"momentum": sgdc_adapter.MomentumSupport()}) == [
+        ("sgd", False), ("momentum", False)]
+    assert served_structures({"momentum": {"nesterov": True}, "adagrad": {}}) == [
+        ("sgd", False), ("momentum", False), ("momentum", True), ("adagrad", False)]
+    h = harness(optimizer_fn=adamw_only, declarations={
+        "adam": adam, "recipe": {"optimizers": ["adam"]}})
+    try:
+        base = make_case(4, 3, 2)
+        out = h.step_batch([parsed(with_adam(base, decay="decoupled", weight_decay=0.1)),
+                            parsed(with_adagrad(base))])
+        assert isinstance(out[0], dict), out[0]
+        assert isinstance(out[1], sgdc_adapter.RejectCase), out[1]
+        assert "Adagrad step, which the harness was not declared to serve" in str(out[1])
+        assert h.layer(3, 2).served == ["adam"]
     finally:
         h.close()
 
@@ -133,7 +176,7 @@ def count_calls() -> Any:
 def test_state_a_chain_carries_advances_only_on_its_own_structure_steps() -> None:
     h = harness(optimizer_fn=lambda o: optax.chain(count_calls(), optax_optimizer(o)))
     try:
-        sgd, heavy_ball, nesterov, adam = every_structure(3, 2, 2)
+        sgd, heavy_ball, nesterov, adam, *_ = every_structure(3, 2, 2)
         out = h.step_batch([heavy_ball, sgd, adam, heavy_ball, nesterov, heavy_ball])
         assert all(isinstance(o, dict) for o in out), out
         layer = h.layer(2, 2)
@@ -141,7 +184,7 @@ def test_state_a_chain_carries_advances_only_on_its_own_structure_steps() -> Non
                  for path, _ in jax.tree_util.tree_flatten_with_path(layer.abstract_state)[0]]
         counts = {path[3]: int(layer.current[index]) for index, path in enumerate(paths)
                   if "calls" in path}
-        assert counts == {"sgd": 1, "momentum": 3, "nesterov": 1, "adam": 1}
+        assert counts == {"sgd": 1, "momentum": 3, "nesterov": 1, "adam": 1, "adagrad": 0}
     finally:
         h.close()
 
@@ -194,6 +237,40 @@ def test_a_wrong_dampening_convention_is_rejected(sgdc: Any, trace: Any) -> None
                       max_batch=32, name="nnx-dampened-wrong", cases=20, properties=("accuracy",),
                       capabilities=("grads",), subnormals="ftz", momentum=MOMENTUM_ALL,
                       recipe=DAMPENED)
+    assert result.verdict == "not_conformant", result.text
+
+
+ADAGRAD_OPTAX = sgdc_adapter.AdagradSupport(weight_decay=("coupled", "decoupled"), eps_root=True)
+
+
+def test_optax_adagrad_conforms(sgdc: Any) -> None:
+    sgdc.check_nnx(name="nnx-adagrad", cases=30, properties=("accuracy", "update_rule"),
+                   adagrad=ADAGRAD_OPTAX, recipe={"optimizers": ["adagrad"]})
+
+
+def rss_outside(o: Any) -> Any:
+    """Adagrad with the declared eps_root outside the square root, as torch places it."""
+    if o.kind != "adagrad":
+        return optax_optimizer(o)
+
+    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        sums = jax.tree_util.tree_map(lambda g, s: s + g * g, updates, state.sum_of_squares)
+        updates = jax.tree_util.tree_map(lambda g, s: g / (jnp.sqrt(s) + o.eps_root), updates,
+                                         sums)
+        return updates, state._replace(sum_of_squares=sums)
+
+    rss = optax.scale_by_rss(o.initial_accumulator_value, o.eps_root)
+    return optax.chain(optax.add_decayed_weights(o.coupled_weight_decay),
+                       optax.GradientTransformation(rss.init, update),
+                       optax.add_decayed_weights(o.decoupled_weight_decay),
+                       optax.scale_by_learning_rate(o.learning_rate))
+
+
+def test_adagrad_with_its_epsilon_on_the_other_side_is_rejected(sgdc: Any) -> None:
+    result = sgdc.run(step_batch=harness(optimizer_fn=rss_outside).step_batch, max_batch=32,
+                      name="nnx-adagrad-eps-outside", cases=30, properties=("accuracy",),
+                      capabilities=("grads",), subnormals="ftz", adagrad=ADAGRAD_OPTAX,
+                      recipe={"optimizers": ["adagrad"]})
     assert result.verdict == "not_conformant", result.text
 
 

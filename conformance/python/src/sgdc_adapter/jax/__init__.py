@@ -9,21 +9,24 @@
   `nnx.Linear(d, k)` (anywhere inside; the kit finds it, and says so when there is none
   or more than one). Default: a bare `nnx.Linear`.
 - `optimizer_fn(o)` returns your optax `GradientTransformation` for the case's optimizer
-  `o`, a `CaseOptimizer`: `o.kind` ("sgd", "momentum", "adam") and `o.nesterov` are
+  `o`, a `CaseOptimizer`: `o.kind` ("sgd", "momentum", "adam", "adagrad") and `o.nesterov` are
   Python values, the numbers (`o.learning_rate`, `o.momentum`, `o.dampening`, `o.b1`,
-  `o.b2`, `o.eps`, `o.eps_root`, `o.weight_decay`, `o.coupled_weight_decay` /
-  `o.decoupled_weight_decay`, and `o.fresh`, 1 where the case's state is fresh) are
-  arrays of optax.inject_hyperparams' state, so that one compiled step serves every
-  value. It is called once for each structure (plain SGD, heavy ball, Nesterov, Adam):
-  where it raises, that chain is left out and its cases are answered with a RejectCase
-  naming the error, the others served (a user who wrote AdamW alone declares
-  `recipe={"optimizers": ["adam"]}`, else the plain SGD cases that always come are
-  rejected). Default: `optax_optimizer`, optax's own chains, each bit for bit the
-  library's step (optax.sgd; trace for momentum; adamw and coupled Adam), declared with
-  Nesterov, both weight decay conventions and eps_root. optax has no dampening:
+  `o.b2`, `o.eps`, `o.eps_root`, `o.initial_accumulator_value`, `o.weight_decay`,
+  `o.coupled_weight_decay` / `o.decoupled_weight_decay`, and `o.fresh`, 1 where the
+  case's state is fresh) are arrays of optax.inject_hyperparams' state, so that one
+  compiled step serves every value. It is called once for each structure the
+  declarations allow (plain SGD, heavy ball, Nesterov, Adam, Adagrad; only those, since
+  each is one more chain to compile in every program): where it raises, that chain is
+  left out and its cases are answered with a RejectCase naming the error, the others
+  served (a user who wrote AdamW alone declares `recipe={"optimizers": ["adam"]}`, else
+  the plain SGD cases that always come are rejected). Default: `optax_optimizer`,
+  optax's own chains, each bit for bit the library's step (optax.sgd; trace for
+  momentum; adamw and coupled Adam; scale_by_rss for optax.adagrad), declared with
+  Nesterov, both weight decay conventions and eps_root (Adam's, and Adagrad's epsilon
+  inside the root). optax has no dampening:
   `dampened_trace(o.momentum, o.dampening, o.nesterov, o.fresh)` in trace's place is
   torch's dampened buffer (declare `MomentumSupport(dampening=True)` with it). With your
-  own `optimizer_fn`, declare `momentum=` / `adam=` as it does.
+  own `optimizer_fn`, declare `momentum=` / `adam=` / `adagrad=` as it does.
 - `train_step(model, optimizer, x, y)` is your step; it returns `(loss, grads)`, the
   gradients as `nnx.value_and_grad` gives them (or the loss alone, served without
   "grads"). Default: `mse_train_step`, value_and_grad of the mean squared error, then
@@ -33,10 +36,11 @@
   ("uint32", "wrap"): `nnx.Optimizer.step` is a uint32 advanced by `+= 1`.
 
 For each case the kit loads the case's parameters, optimizer state (optax.trace's
-buffer, scale_by_adam's moments, every optax count) and NNX's counter into your model
-and optimizer, runs your step jitted, and reads them back. One model and optimizer per
-(d, k) live for the whole run, as in a training loop; the optimizer, `structures(...)`,
-holds the chain of every structure and steps the case's. Every leaf of their state that
+buffer, scale_by_adam's moments, scale_by_rss's sum of squares, every optax count) and
+NNX's counter into your model and optimizer, runs your step jitted, and reads them
+back. One model and optimizer per (d, k) live for the whole run, as in a training loop;
+the optimizer, `structures(...)`, holds the chain of every structure and steps the
+case's. Every leaf of their state that
 a case does not set (your own variables, a schedule's state) starts from its real
 initial value and then carries what the previous step left (a chain's, on the steps of
 its own structure alone), so a step that leaks state from call to call (gradients
@@ -77,7 +81,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import require, serve
-from .._serve import AdamSupport, MomentumSupport
+from .._serve import AdagradSupport, AdamSupport, MomentumSupport, momentum_declaration
 
 if TYPE_CHECKING:
     from ..suite import SuiteResult
@@ -85,15 +89,17 @@ if TYPE_CHECKING:
 
 __all__ = ["CaseOptimizer", "check_nnx", "check_spmd", "cpu_devices", "dampened_trace",
            "default_model", "harness", "mse_train_step", "optax_optimizer", "serve_nnx",
-           "serve_spmd", "structures"]
+           "serve_spmd", "served_structures", "structures"]
 
 MAX_BATCH = 32
 FRAMEWORKS = ("jax", "flax.nnx", "optax")
-# What the default optimizer_fn takes: optax has no dampening.
+# What the default optimizer_fn takes: optax has no dampening, and optax.adagrad's
+# epsilon sits inside the root.
 DEFAULT_OPTIMIZERS: dict[str, Any] = {
     "momentum": MomentumSupport(dampening=False, nesterov=True,
                                 weight_decay=("coupled", "decoupled")),
-    "adam": AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=True)}
+    "adam": AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=True),
+    "adagrad": AdagradSupport(weight_decay=("coupled", "decoupled"), eps_root=True)}
 
 
 def __getattr__(name: str) -> Any:
@@ -121,11 +127,13 @@ def harness(model_fn: Callable[..., Any] | None = None,
             optimizer_fn: Callable[..., Any] | None = None,
             train_step: Callable[..., Any] | None = None, *,
             mesh_fn: Callable[[int], Any] | None = None, rules: Mapping[str, Any] | None = None,
-            batch: Any = None, spmd: bool = False,
-            layout: bool = False) -> Harness:
+            batch: Any = None, spmd: bool = False, layout: bool = False,
+            declarations: Mapping[str, Any] | None = None) -> Harness:
     """The harness `serve_nnx` and `serve_spmd` serve (its `step_batch`), for a test
     that drives it directly: `programs` lists the (n, d, k, shards) it has compiled, and
-    `hlo(n, d, k, shards)` gives one's compiled (partitioned) HLO text."""
+    `hlo(n, d, k, shards)` gives one's compiled (partitioned) HLO text. With
+    `declarations` (the hello's), only the optimizer structures they allow are built
+    (`served_structures`); without, every one."""
     require(*FRAMEWORKS)
     import jax
 
@@ -134,7 +142,29 @@ def harness(model_fn: Callable[..., Any] | None = None,
     enable_jax_compilation_cache(jax)
     sharding = Sharding(mesh_fn or one_axis_mesh, rules, batch, layout) if spmd else None
     return Harness(model_fn, optimizer_fn, train_step, sharding,
-                   reject_dampening=optimizer_fn is None)
+                   reject_dampening=optimizer_fn is None,
+                   structures=None if declarations is None else served_structures(declarations))
+
+
+def served_structures(declarations: Mapping[str, Any]) -> list[tuple[str, bool]]:
+    """The optimizer structures, (kind, nesterov), whose cases `declarations` let the
+    suite send: plain SGD, then each declared optimizer (Nesterov where momentum declares
+    it), those the recipe's "optimizers" name where it names any. Each structure is one
+    chain in every compiled program, so one left out is compile time saved."""
+    recipe = declarations.get("recipe") or {}
+    named = recipe.get("optimizers")
+
+    def allowed(kind: str) -> bool:
+        return named is None or kind in named
+
+    out = [("sgd", False)] if allowed("sgd") else []
+    if declarations.get("momentum") is not None and allowed("momentum"):
+        out.append(("momentum", False))
+        if momentum_declaration(declarations["momentum"]).nesterov:
+            out.append(("momentum", True))
+    out += [(kind, False) for kind in ("adam", "adagrad")
+            if declarations.get(kind) is not None and allowed(kind)]
+    return out
 
 
 def _declarations(optimizer_fn: Callable[..., Any] | None, spmd: bool,
@@ -168,8 +198,9 @@ def serve_nnx(model_fn: Callable[..., Any] | None = None,
               **declarations: Any) -> NoReturn:
     """Serve your Flax NNX model, optax optimizer and train step on stdin/stdout (the
     package docstring says what each is), then exit."""
-    h = harness(model_fn, optimizer_fn, train_step)
-    _serve(h, name, version, max_batch, _declarations(optimizer_fn, False, declarations))
+    decl = _declarations(optimizer_fn, False, declarations)
+    h = harness(model_fn, optimizer_fn, train_step, declarations=decl)
+    _serve(h, name, version, max_batch, decl)
 
 
 def serve_spmd(model_fn: Callable[..., Any] | None = None,
@@ -182,7 +213,7 @@ def serve_spmd(model_fn: Callable[..., Any] | None = None,
     """Serve the step sharded over your mesh by your rules (package docstring), then exit."""
     decl = _declarations(optimizer_fn, True, declarations)
     h = harness(model_fn, optimizer_fn, train_step, mesh_fn=mesh_fn, rules=rules, batch=batch,
-                spmd=True, layout="shard_layout" in decl["capabilities"])
+                spmd=True, layout="shard_layout" in decl["capabilities"], declarations=decl)
     _serve(h, name, version, max_batch, decl)
 
 
@@ -209,7 +240,7 @@ def _check(spmd: bool, model_fn: Callable[..., Any] | None,
         pytest.skip(f"{', '.join(missing)} not installed")
     decl = _declarations(optimizer_fn, spmd, declarations)
     h = harness(model_fn, optimizer_fn, train_step, spmd=spmd,
-                layout="shard_layout" in decl["capabilities"], **sharding)
+                layout="shard_layout" in decl["capabilities"], declarations=decl, **sharding)
     try:
         return Sgdc().check(step_batch=h.step_batch, max_batch=max_batch, name=name,
                             version=_version(version), **run_options, **decl)

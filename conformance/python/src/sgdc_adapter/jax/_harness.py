@@ -1,7 +1,7 @@
 """The machinery behind `serve_nnx` and `serve_spmd` (see the package docstring).
 
-Why it is built this way: a default run meets about a dozen shapes and four optimizer
-structures, and at these sizes compiling, tracing and dispatching cost far more than the
+Why it is built this way: a default run meets about a dozen shapes and up to five
+optimizer structures, and at these sizes compiling, tracing and dispatching cost far more than the
 step itself. So each (d, k) is traced once, abstractly (`nnx.eval_shape`: no
 initialiser runs and no JAX operation is compiled per shape), only for the graph
 definition and state layout of the user's model and optimizer; each (n, d, k, shards)
@@ -12,12 +12,14 @@ operation per value, `nnx.split` and `nnx.merge` per case cost more than the ste
 
 One program serves every optimizer structure: the optimizer is `structures(...)`, which
 holds each structure's own transformation (the user's chain under
-optax.inject_hyperparams) and, in its state, the index of the one that steps. Its update
-runs every chain and selects that one's updates (`jax.lax.select_n`: a selection, so each
-result is that chain's own, never a blend of chains), and keeps every other chain's
-state as it was. A program per structure compiled up to four per shape (48 in
+optax.inject_hyperparams) and, in its state, the index of the one that steps. Its
+update runs every chain and selects that one's updates (`jax.lax.select_n`: a selection,
+so each result is that chain's own, never a blend of chains), and keeps every other
+chain's state as it was. A program per structure compiled up to four per shape (48 in
 flax_nnx_step.py's default run, where one per shape compiles 12); the chains cost next
-to nothing to run beside each other at these sizes. The step returns only what is read
+to nothing to run beside each other at these sizes. Only the structures the
+declarations allow are built (`served_structures`): each chain is compile time in every
+program. The step returns only what is read
 back (the state of the structure that stepped, selected likewise): under SPMD each
 output is gathered from the devices, and fewer outputs make a smaller program, faster
 to compile.
@@ -39,7 +41,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from .._codec import AdamOptimizer, Case, RejectCase
+from .._codec import AdagradOptimizer, AdamOptimizer, Case, RejectCase
 
 INT32_MAX = 2**31 - 1
 UINT32_END = 2**32
@@ -48,9 +50,10 @@ UINT32_END = 2**32
 # is one chain of the one optimizer (`structures`), named in its state by STRUCTURE_NAMES.
 Structure = tuple[str, bool]
 STRUCTURES: tuple[Structure, ...] = (("sgd", False), ("momentum", False), ("momentum", True),
-                                     ("adam", False))
+                                     ("adam", False), ("adagrad", False))
 STRUCTURE_NAMES: dict[Structure, str] = {("sgd", False): "sgd", ("momentum", False): "momentum",
-                                         ("momentum", True): "nesterov", ("adam", False): "adam"}
+                                         ("momentum", True): "nesterov", ("adam", False): "adam",
+                                         ("adagrad", False): "adagrad"}
 DECAYS = ("weight_decay", "coupled_weight_decay", "decoupled_weight_decay")
 # The hyperparameters of each kind, injected as optimizer state (optax.inject_hyperparams)
 # so that one compiled step serves every value.
@@ -58,6 +61,7 @@ HYPERPARAMETERS: dict[str, tuple[str, ...]] = {
     "sgd": ("learning_rate",),
     "momentum": ("learning_rate", "momentum", "dampening", *DECAYS, "fresh"),
     "adam": ("learning_rate", "b1", "b2", "eps", "eps_root", *DECAYS, "fresh"),
+    "adagrad": ("learning_rate", "eps", "eps_root", "initial_accumulator_value", *DECAYS),
 }
 # The slots every structure shares: the rest are named "STRUCTURE/SLOT".
 SHARED_SLOTS = ("kernel", "bias", "step", "structure")
@@ -71,8 +75,8 @@ MeshFn = Callable[[int], Any]
 
 @dataclass(frozen=True)
 class CaseOptimizer:
-    """The case's optimizer as `optimizer_fn` sees it. `kind` ("sgd", "momentum" or
-    "adam") and `nesterov` are Python values: each choice is its own chain (all of them
+    """The case's optimizer as `optimizer_fn` sees it. `kind` ("sgd", "momentum", "adam"
+    or "adagrad") and `nesterov` are Python values: each choice is its own chain (all of them
     live in the one compiled step, which selects the case's). The numbers are JAX arrays,
     optax.inject_hyperparams' state, so that one compiled step serves every value: pass
     them to optax as they are, never branch on them in Python. Those of other kinds are
@@ -82,7 +86,10 @@ class CaseOptimizer:
     the direction), so that one chain serves both. `fresh` (momentum and Adam) is 1.0
     where the case's optimizer state is fresh (the first step: no buffer or moments yet,
     loaded as zeros, optax's initial state) and 0.0 where the case carries it: torch's
-    momentum starts its buffer as the gradient itself, undampened (`dampened_trace`)."""
+    momentum starts its buffer as the gradient itself, undampened (`dampened_trace`).
+    Adagrad's `initial_accumulator_value` is the fresh sum of squares (the kit loads the
+    case's sum, that value where the state is fresh); its `eps_root` is optax.adagrad's
+    `eps`, inside the root, and `eps` torch's, outside."""
 
     kind: str
     nesterov: bool = False
@@ -96,6 +103,7 @@ class CaseOptimizer:
     b2: Any = None
     eps: Any = None
     eps_root: Any = None
+    initial_accumulator_value: Any = None
     fresh: Any = None
 
 
@@ -107,12 +115,17 @@ def optax_optimizer(o: CaseOptimizer) -> Any:
     nesterov))` (torch.optim.SGD's coupled decay) with decoupled = 0 and the decay added
     outside the buffer with coupled = 0 (an added 0 * p is an exact zero). Adam: the same
     with `scale_by_adam(b1, b2, eps, eps_root)` for `trace`: `optax.adamw` (decoupled) and
-    `chain(add_decayed_weights(wd), adam(...))` (coupled, torch.optim.Adam's). optax has
-    no dampening: serve without it."""
+    `chain(add_decayed_weights(wd), adam(...))` (coupled, torch.optim.Adam's). Adagrad:
+    the same with `scale_by_rss(initial_accumulator_value, eps_root)`, which is
+    `optax.adagrad` (its epsilon inside the root: declare `AdagradSupport(eps_root=True)`).
+    optax has no dampening: serve without it."""
     if o.kind == "sgd":
         return optax.sgd(o.learning_rate)
     if o.kind == "momentum":
         direction = optax.trace(decay=o.momentum, nesterov=o.nesterov)
+    elif o.kind == "adagrad":
+        direction = optax.scale_by_rss(initial_accumulator_value=o.initial_accumulator_value,
+                                       eps=o.eps_root)
     else:
         direction = optax.scale_by_adam(b1=o.b1, b2=o.b2, eps=o.eps, eps_root=o.eps_root)
     return optax.chain(optax.add_decayed_weights(o.coupled_weight_decay), direction,
@@ -314,8 +327,8 @@ class Layer:
 REPORTED: dict[str, dict[str, str]] = {
     "momentum_kernel": {"momentum": "trace.kernel", "adam": "mu.kernel"},
     "momentum_bias": {"momentum": "trace.bias", "adam": "mu.bias"},
-    "second_moment_kernel": {"adam": "nu.kernel"},
-    "second_moment_bias": {"adam": "nu.bias"},
+    "second_moment_kernel": {"adam": "nu.kernel", "adagrad": "sum_of_squares.kernel"},
+    "second_moment_bias": {"adam": "nu.bias", "adagrad": "sum_of_squares.bias"},
 }
 
 
@@ -326,7 +339,10 @@ def _kind(structure: str) -> str:
 
 _STATE_NAMES = {"trace": "momentum buffer, optax.trace's TraceState.trace",
                 "mu": "first moment, optax.scale_by_adam's mu",
-                "nu": "second moment, optax.scale_by_adam's nu"}
+                "nu": "second moment, optax.scale_by_adam's nu",
+                "sum_of_squares": "sum of squares, optax.scale_by_rss's sum_of_squares"}
+# The state slots of the chains: each is laid out as its parameter.
+STATE_SLOTS = tuple(_STATE_NAMES)
 
 
 def _slot(keys: list[Any], linear: list[Any]) -> str | None:
@@ -353,7 +369,7 @@ def _chain_slot(keys: list[Any], linear: list[Any]) -> str | None:
     for i, key in enumerate(keys):
         if key == "hyperparams" and i + 1 < len(keys) and keys[i + 1] in ALL_HYPERPARAMETERS:
             return f"hyperparams.{keys[i + 1]}"
-        if key in ("trace", "mu", "nu"):
+        if key in STATE_SLOTS:
             rest = keys[i + 1:]
             if rest[:-1] == linear and rest[-1] in ("kernel", "bias"):
                 return f"{key}.{rest[-1]}"
@@ -364,7 +380,7 @@ def _chain_slot(keys: list[Any], linear: list[Any]) -> str | None:
 
 def _describe(structure: Structure) -> str:
     return {"sgd": "plain SGD", "momentum": "momentum (Nesterov)" if structure[1] else
-            "momentum (heavy ball)", "adam": "Adam"}[structure[0]]
+            "momentum (heavy ball)", "adam": "Adam", "adagrad": "Adagrad"}[structure[0]]
 
 
 def _structure(case: Case) -> Structure:
@@ -373,6 +389,8 @@ def _structure(case: Case) -> Structure:
         return ("sgd", False)
     if isinstance(o, AdamOptimizer):
         return ("adam", False)
+    if isinstance(o, AdagradOptimizer):
+        return ("adagrad", False)
     return ("momentum", bool(o.nesterov))
 
 
@@ -397,6 +415,14 @@ def _values(case: Case) -> dict[str, Any]:
     values["hyperparams.decoupled_weight_decay"] = 0.0 if coupled else o.weight_decay
     values["hyperparams.fresh"] = 1.0 if case.fresh_state else 0.0
     zeros = {"kernel": np.zeros_like(case.kernel), "bias": np.zeros_like(case.bias)}
+    if isinstance(o, AdagradOptimizer):
+        for key in ("eps", "eps_root", "initial_accumulator_value"):
+            values["hyperparams." + key] = getattr(o, key)
+        for name in ("kernel", "bias"):
+            s = getattr(case, "second_moment_" + name)
+            values["sum_of_squares." + name] = (
+                np.full_like(zeros[name], o.initial_accumulator_value) if s is None else s)
+        return values
     if isinstance(o, AdamOptimizer):
         for key in ("b1", "b2", "eps", "eps_root"):
             values["hyperparams." + key] = getattr(o, key)
@@ -438,7 +464,8 @@ class Harness:
 
     def __init__(self, model_fn: ModelFn | None, optimizer_fn: OptimizerFn | None,
                  train_step: TrainStep | None, sharding: Sharding | None = None,
-                 reject_dampening: bool = False) -> None:
+                 reject_dampening: bool = False,
+                 structures: Sequence[Structure] | None = None) -> None:
         for what, fn in (("model_fn", model_fn), ("optimizer_fn", optimizer_fn),
                          ("train_step", train_step)):
             if fn is not None and not callable(fn):
@@ -448,7 +475,10 @@ class Harness:
         self.train_step = train_step or mse_train_step
         self.sharding = sharding
         self.reject_dampening = reject_dampening
-        self.txs = {s: self._transformation(s) for s in STRUCTURES}
+        # Only the structures a case can have: each chain adds to every program's compile.
+        self.structures = tuple(STRUCTURES if structures is None else
+                                (s for s in STRUCTURES if s in structures))
+        self.txs = {s: self._transformation(s) for s in self.structures}
         self._layers: dict[tuple[int, int], Layer] = {}
         self._optimizers: dict[tuple[Structure, ...], Any] = {}
         self._meshes: dict[int, Any] = {}
@@ -486,7 +516,7 @@ class Harness:
                 model = self.model_fn(d, k, nnx.Rngs(0))
                 find_linear(model)
                 params = nnx.as_pure(nnx.state(model, nnx.Param))
-                for s in STRUCTURES:
+                for s in self.structures:
                     try:
                         tx = self.txs[s]
                         tx.update(params, tx.init(params), params)
@@ -534,8 +564,7 @@ class Harness:
 
     def _key(self, case: Case) -> tuple[int, int, int, int]:
         """The program of `case`: its (n, d, k, shards), whatever its structure."""
-        if self.reject_dampening and case.optimizer is not None and not isinstance(
-                case.optimizer, AdamOptimizer) and case.optimizer.dampening != 0:
+        if self.reject_dampening and getattr(case.optimizer, "dampening", 0) != 0:
             raise RejectCase("optax's momentum (optax.trace) has no dampening")
         shards = case.num_shards if self.sharding is not None else 1
         return (case.n, case.d, case.k, shards)
@@ -615,7 +644,7 @@ class Harness:
         for name, indices in layer.slots.items():
             param = name.split(".")[-1]
             spec = by_slot.get(param) if name in ("kernel", "bias") or name.split("/")[-1].split(
-                ".")[0] in ("trace", "mu", "nu") else PartitionSpec()
+                ".")[0] in STATE_SLOTS else PartitionSpec()
             for index in indices:
                 specs[index] = NamedSharding(mesh, spec or PartitionSpec())
         batch = self.sharding.batch
@@ -678,6 +707,9 @@ class Harness:
         name = STRUCTURE_NAMES[structure]
         if name in layer.rejected:
             raise RejectCase(layer.rejected[name])
+        if structure not in self.structures:
+            raise RejectCase(f"a {_describe(structure)} step, which the harness was not "
+                             f"declared to serve")
         state = layer.state(_values(case), name)
         loss, grad_kernel, grad_bias, leaves, reported = self.compiled(key)(
             layer.graphdef, state, case.x, case.y)
@@ -710,7 +742,8 @@ class Harness:
         mesh = self.mesh(shards)
         specs, _ = self._specs(layer, shards)
         layout = [dict.fromkeys(("kernel", "bias"), 0) for _ in range(mesh.size)]
-        states = {"sgd": (), "momentum": ("trace.",), "adam": ("mu.", "nu.")}[kind]
+        states = {"sgd": (), "momentum": ("trace.",), "adam": ("mu.", "nu."),
+                  "adagrad": ("sum_of_squares.",)}[kind]
         if states:
             for part in layout:
                 part.update(state_kernel=0, state_bias=0)
