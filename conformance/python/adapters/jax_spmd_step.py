@@ -64,6 +64,11 @@ def drop_remainder_rows(model: Any, optimizer: Any, x: Any, y: Any) -> tuple[Any
 
 MUTANTS = {"no_average": no_average, "drop_remainder_rows": drop_remainder_rows,
            "full_replica": None}
+# The optimizers served: the harness builds their chains alone.
+OPTIMIZERS = {"momentum": sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
+                                                       weight_decay=("coupled", "decoupled")),
+              "adam": sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"),
+                                               eps_root=True)}
 
 
 def step_parts(mutant: str | None) -> dict[str, Any]:
@@ -80,15 +85,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.dump_hlo:
         out = sgdc_adapter.reserve_stdout()  # stdout gets the dump alone
-        with harness(spmd=True, **step_parts(args.mutant)) as h:
+        with harness(spmd=True, declarations=OPTIMIZERS, **step_parts(args.mutant)) as h:
             out.write(h.hlo(*map(int, args.dump_hlo.split(","))).encode())
         return out.flush()
     serve_spmd(**step_parts(args.mutant), version=jax.__version__,
                name="jax-spmd" if args.mutant is None else f"jax-spmd-mutant-{args.mutant}",
-               capabilities=("grads", "shard_layout"), placement="input_chunks",
-               momentum=sgdc_adapter.MomentumSupport(dampening=True, nesterov=True,
-                                                     weight_decay=("coupled", "decoupled")),
-               adam=sgdc_adapter.AdamSupport(weight_decay=("coupled", "decoupled"), eps_root=True))
+               capabilities=("grads", "shard_layout"), placement="input_chunks", **OPTIMIZERS)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ COLLECTIVE = re.compile(r"\b(all-reduce|all-gather|reduce-scatter|collective-per
 
 def compiled_hlo(n: int, d: int, k: int, shards: int, mutant: str | None = None) -> str:
     """The adapter's step for (n, d, k, shards) compiled, partitioned, as HLO text."""
-    with spmd.harness(spmd=True, **spmd.step_parts(mutant)) as h:
+    with spmd.harness(spmd=True, declarations=spmd.OPTIMIZERS, **spmd.step_parts(mutant)) as h:
         return str(h.hlo(n, d, k, shards))
 
 
@@ -85,7 +85,8 @@ class HloCollectives(unittest.TestCase):
 
 def served() -> object:
     """The adapter's step, as the harness serves it, with the layout reported."""
-    return spmd.harness(spmd=True, layout=True, **spmd.step_parts(None))
+    return spmd.harness(spmd=True, layout=True, declarations=spmd.OPTIMIZERS,
+                        **spmd.step_parts(None))
 
 
 class Placement(unittest.TestCase):
