@@ -37,15 +37,14 @@
 
 For each case the kit loads the case's parameters, optimizer state (optax.trace's
 buffer, scale_by_adam's moments, scale_by_rss's sum of squares, every optax count) and
-NNX's counter into your model and optimizer, runs your step jitted, and reads them
-back. One model and optimizer per (d, k) live for the whole run, as in a training loop;
-the optimizer, `structures(...)`, holds the chain of every structure and steps the
-case's. Every leaf of their state that
-a case does not set (your own variables, a schedule's state) starts from its real
-initial value and then carries what the previous step left (a chain's, on the steps of
-its own structure alone), so a step that leaks state from call to call (gradients
-accumulated across calls, a buffer never reset) shows as a wrong result instead of
-hiding behind a fresh model per case.
+NNX's counter into your model and optimizer, runs your step jitted, and reads them back.
+One model and optimizer per (d, k) live for the whole run, as in a training loop; the
+optimizer, `structures(...)`, holds the chain of every structure and steps the case's.
+Every leaf of their state that a case does not set (your own variables, a schedule's
+state) starts from its real initial value and then carries what the previous step left
+(a chain's, on the steps of its own structure alone), so a step that leaks state from
+call to call (gradients accumulated across calls, a buffer never reset) shows as a wrong
+result instead of hiding behind a fresh model per case.
 
 Speed: each (d, k) is traced once, abstractly; each (n, d, k, shards) is compiled once,
 one program for every optimizer structure (it runs each chain and selects the case's

@@ -1,28 +1,27 @@
 """The machinery behind `serve_nnx` and `serve_spmd` (see the package docstring).
 
 Why it is built this way: a default run meets about a dozen shapes and up to five
-optimizer structures, and at these sizes compiling, tracing and dispatching cost far more than the
-step itself. So each (d, k) is traced once, abstractly (`nnx.eval_shape`: no
-initialiser runs and no JAX operation is compiled per shape), only for the graph
-definition and state layout of the user's model and optimizer; each (n, d, k, shards)
-is compiled once, ahead of time, on a thread pool (XLA compiles in C++, outside the GIL)
+optimizer structures, and at these sizes compiling, tracing and dispatching cost far
+more than the step itself. So each (d, k) is traced once, abstractly (`nnx.eval_shape`:
+no initialiser runs and no JAX operation is compiled per shape), only for the graph
+definition and state layout of the user's model and optimizer; each (n, d, k, shards) is
+compiled once, ahead of time, on a thread pool (XLA compiles in C++, outside the GIL)
 while earlier cases step; and per case the compiled step is dispatched with host arrays
 as the state's leaves and nothing else (`variable[...] = x` would dispatch one JAX
 operation per value, `nnx.split` and `nnx.merge` per case cost more than the step).
 
 One program serves every optimizer structure: the optimizer is `structures(...)`, which
 holds each structure's own transformation (the user's chain under
-optax.inject_hyperparams) and, in its state, the index of the one that steps. Its
-update runs every chain and selects that one's updates (`jax.lax.select_n`: a selection,
-so each result is that chain's own, never a blend of chains), and keeps every other
-chain's state as it was. A program per structure compiled up to four per shape (48 in
+optax.inject_hyperparams) and, in its state, the index of the one that steps. Its update
+runs every chain and selects that one's updates (`jax.lax.select_n`: a selection, so
+each result is that chain's own, never a blend of chains), and keeps every other chain's
+state as it was. A program per structure compiled up to four per shape (48 in
 flax_nnx_step.py's default run, where one per shape compiles 12); the chains cost next
-to nothing to run beside each other at these sizes. Only the structures the
-declarations allow are built (`served_structures`): each chain is compile time in every
-program. The step returns only what is read
-back (the state of the structure that stepped, selected likewise): under SPMD each
-output is gathered from the devices, and fewer outputs make a smaller program, faster
-to compile.
+to nothing to run beside each other at these sizes. Only the structures the declarations
+allow are built (`served_structures`): each chain is compile time in every program. The
+step returns only what is read back (the state of the structure that stepped, selected
+likewise): under SPMD each output is gathered from the devices, and fewer outputs make a
+smaller program, faster to compile.
 """
 
 from __future__ import annotations
@@ -75,21 +74,22 @@ MeshFn = Callable[[int], Any]
 
 @dataclass(frozen=True)
 class CaseOptimizer:
-    """The case's optimizer as `optimizer_fn` sees it. `kind` ("sgd", "momentum", "adam"
-    or "adagrad") and `nesterov` are Python values: each choice is its own chain (all of them
-    live in the one compiled step, which selects the case's). The numbers are JAX arrays,
-    optax.inject_hyperparams' state, so that one compiled step serves every value: pass
-    them to optax as they are, never branch on them in Python. Those of other kinds are
-    None. `weight_decay` is the case's weight decay; `coupled_weight_decay` and
-    `decoupled_weight_decay` are it under its convention and 0 under the other (coupled:
-    added to the gradient, where it enters the buffer or the moments; decoupled: added to
-    the direction), so that one chain serves both. `fresh` (momentum and Adam) is 1.0
-    where the case's optimizer state is fresh (the first step: no buffer or moments yet,
-    loaded as zeros, optax's initial state) and 0.0 where the case carries it: torch's
-    momentum starts its buffer as the gradient itself, undampened (`dampened_trace`).
-    Adagrad's `initial_accumulator_value` is the fresh sum of squares (the kit loads the
-    case's sum, that value where the state is fresh); its `eps_root` is optax.adagrad's
-    `eps`, inside the root, and `eps` torch's, outside."""
+    """The case's optimizer as `optimizer_fn` sees it. `kind` ("sgd", "momentum", "adam" or
+    "adagrad") and `nesterov` are Python values: each choice is its own chain (all of
+    them live in the one compiled step, which selects the case's). The numbers are JAX
+    arrays, optax.inject_hyperparams' state, so that one compiled step serves every
+    value: pass them to optax as they are, never branch on them in Python. Those of
+    other kinds are None. `weight_decay` is the case's weight decay;
+    `coupled_weight_decay` and `decoupled_weight_decay` are it under its convention and
+    0 under the other (coupled: added to the gradient, where it enters the buffer or the
+    moments; decoupled: added to the direction), so that one chain serves both. `fresh`
+    (momentum and Adam) is 1.0 where the case's optimizer state is fresh (the first
+    step: no buffer or moments yet, loaded as zeros, optax's initial state) and 0.0
+    where the case carries it: torch's momentum starts its buffer as the gradient
+    itself, undampened (`dampened_trace`). Adagrad's `initial_accumulator_value` is the
+    fresh sum of squares (the kit loads the case's sum, that value where the state is
+    fresh); its `eps_root` is optax.adagrad's `eps`, inside the root, and `eps` torch's,
+    outside."""
 
     kind: str
     nesterov: bool = False
