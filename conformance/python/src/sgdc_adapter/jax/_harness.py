@@ -742,8 +742,9 @@ class Harness:
         mesh = self.mesh(shards)
         specs, _ = self._specs(layer, shards)
         layout = [dict.fromkeys(("kernel", "bias"), 0) for _ in range(mesh.size)]
-        states = {"sgd": (), "momentum": ("trace.",), "adam": ("mu.", "nu."),
-                  "adagrad": ("sum_of_squares.",)}[kind]
+        # The state slots the kind keeps, as REPORTED names them: "trace.", "mu.", ...
+        states = [slots[kind].removesuffix("kernel") for field, slots in REPORTED.items()
+                  if field.endswith("_kernel") and kind in slots]
         if states:
             for part in layout:
                 part.update(state_kernel=0, state_bias=0)
