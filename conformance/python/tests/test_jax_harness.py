@@ -305,3 +305,28 @@ def test_fresh_is_set_per_case() -> None:
         assert fresh["bias"].dtype == F32
     finally:
         h.close()
+
+
+def xla_flags_after_cpu_devices(call: str, flags: str) -> str:
+    """XLA_FLAGS as `call` (on sgdc_adapter.jax) leaves them in a fresh interpreter."""
+    import os
+    import subprocess
+    import sys
+    code = ("import os; from sgdc_adapter.jax import cpu_devices; "
+            f"{call}; print(os.environ['XLA_FLAGS'])")
+    env = {**os.environ, "XLA_FLAGS": flags}
+    return subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_cpu_devices_compiles_quickly_unless_told_otherwise() -> None:
+    quick = xla_flags_after_cpu_devices("cpu_devices(4)", "").split()
+    assert "--xla_force_host_platform_device_count=4" in quick
+    assert "--xla_cpu_use_fusion_emitters=false" in quick
+    assert "--xla_backend_optimization_level=0" in quick
+    # A flag the user set is theirs: kept, not added a second time.
+    theirs = xla_flags_after_cpu_devices("cpu_devices(4)", "--xla_backend_optimization_level=2")
+    assert theirs.split().count("--xla_backend_optimization_level=2") == 1
+    assert "xla_backend_optimization_level=0" not in theirs
+    plain = xla_flags_after_cpu_devices("cpu_devices(4, quick_compile=False)", "")
+    assert plain == "--xla_force_host_platform_device_count=4"
