@@ -307,26 +307,30 @@ def test_fresh_is_set_per_case() -> None:
         h.close()
 
 
-def xla_flags_after_cpu_devices(call: str, flags: str) -> str:
-    """XLA_FLAGS as `call` (on sgdc_adapter.jax) leaves them in a fresh interpreter."""
+def xla_flags_after(code: str, flags: str) -> str:
+    """XLA_FLAGS as `code` leaves them in a fresh interpreter that started with `flags`."""
     import os
     import subprocess
     import sys
-    code = ("import os; from sgdc_adapter.jax import cpu_devices; "
-            f"{call}; print(os.environ['XLA_FLAGS'])")
     env = {**os.environ, "XLA_FLAGS": flags}
+    code = f"import os; {code}; print(os.environ['XLA_FLAGS'])"
     return subprocess.run([sys.executable, "-c", code], env=env, check=True,
                           capture_output=True, text=True).stdout.strip()
 
 
-def test_cpu_devices_compiles_quickly_unless_told_otherwise() -> None:
-    quick = xla_flags_after_cpu_devices("cpu_devices(4)", "").split()
-    assert "--xla_force_host_platform_device_count=4" in quick
-    assert "--xla_cpu_use_fusion_emitters=false" in quick
-    assert "--xla_backend_optimization_level=0" in quick
+def test_the_harnesses_compile_quickly_unless_told_otherwise() -> None:
+    quick = [f"--{name}={value}" for name, value in sgdc_adapter.jax.QUICK_COMPILE_FLAGS.items()]
+    spmd = xla_flags_after("from sgdc_adapter.jax import cpu_devices; cpu_devices(4)", "").split()
+    assert spmd == ["--xla_force_host_platform_device_count=4", *quick]
+    # Importing the harness sets them before JAX has compiled anything, XLA's own moment
+    # to read them.
+    nnx_flags = xla_flags_after(
+        "from sgdc_adapter.jax import mse_train_step; import jax._src.xla_bridge as xb; "
+        "assert not xb.backends_are_initialized()", "")
+    assert nnx_flags.split() == quick
     # A flag the user set is theirs: kept, not added a second time.
-    theirs = xla_flags_after_cpu_devices("cpu_devices(4)", "--xla_backend_optimization_level=2")
-    assert theirs.split().count("--xla_backend_optimization_level=2") == 1
-    assert "xla_backend_optimization_level=0" not in theirs
-    plain = xla_flags_after_cpu_devices("cpu_devices(4, quick_compile=False)", "")
-    assert plain == "--xla_force_host_platform_device_count=4"
+    theirs = xla_flags_after("from sgdc_adapter.jax import cpu_devices; cpu_devices(4)",
+                             "--xla_backend_optimization_level=2").split()
+    assert theirs.count("--xla_backend_optimization_level=2") == 1
+    assert "--xla_backend_optimization_level=0" not in theirs
+    assert "--xla_cpu_use_fusion_emitters=false" in theirs

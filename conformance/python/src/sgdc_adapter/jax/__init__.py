@@ -63,9 +63,11 @@ their parameters, x and y by `batch` (default: rows split over the mesh's first 
 Shapes need not divide the mesh: XLA pads. Declared `sharded=True` and `max_shards` the
 device count; with "shard_layout" in capabilities the kit reports each device's part of
 the parameters and state, read from the arrays. JAX on the CPU has one device unless
-told otherwise before it is imported: call `cpu_devices(8)` first (it also compiles with
-XLA's quickest CPU code generation, `QUICK_COMPILE_FLAGS`: the same programs, in about
-half the compile time).
+told otherwise before it is imported: call `cpu_devices(8)` first.
+
+Both harnesses compile with XLA's quickest CPU code generation (`quick_compile`,
+`QUICK_COMPILE_FLAGS`, set in XLA_FLAGS as the harness is imported: the same programs, in
+about half the compile time); a flag you set in XLA_FLAGS yourself is kept.
 
 pytest: `check_nnx(...)` and `check_spmd(...)` (also `sgdc.check_nnx(...)` /
 `sgdc.check_spmd(...)` on the `sgdc` fixture) take the same arguments plus the run's options (`cases`, `seed`,
@@ -88,9 +90,9 @@ if TYPE_CHECKING:
     from ..suite import SuiteResult
     from ._harness import CaseOptimizer, Harness
 
-__all__ = ["CaseOptimizer", "check_nnx", "check_spmd", "cpu_devices", "dampened_trace",
-           "default_model", "harness", "mse_train_step", "optax_optimizer", "serve_nnx",
-           "serve_spmd", "served_structures", "structures"]
+__all__ = ["CaseOptimizer", "QUICK_COMPILE_FLAGS", "check_nnx", "check_spmd", "cpu_devices",
+           "dampened_trace", "default_model", "harness", "mse_train_step", "optax_optimizer",
+           "quick_compile", "serve_nnx", "serve_spmd", "served_structures", "structures"]
 
 MAX_BATCH = 32
 FRAMEWORKS = ("jax", "flax.nnx", "optax")
@@ -115,28 +117,36 @@ def __getattr__(name: str) -> Any:
 # XLA's CPU code generation at its quickest: the older fusion emitters and LLVM at
 # optimization level 0. The partitioned HLO (every collective, every operation) is the
 # same; only how each fusion becomes machine code changes, IEEE arithmetic either way,
-# in about half the compile time of XLA's defaults (docs/benchmarks.md). A flag the
-# user set in XLA_FLAGS is kept.
+# in about half the compile time of XLA's defaults (docs/benchmarks.md).
 QUICK_COMPILE_FLAGS = {"xla_cpu_use_fusion_emitters": "false",
                        "xla_backend_optimization_level": "0",
                        "xla_llvm_disable_expensive_passes": "true"}
 
 
-def cpu_devices(count: int, quick_compile: bool = True) -> None:
-    """Gives JAX on the CPU `count` host devices, for SPMD over a mesh of up to `count`.
-    Call it before JAX is imported: the device count is fixed when JAX initialises.
-    With `quick_compile` (the default), XLA compiles for the CPU with QUICK_COMPILE_FLAGS
-    unless XLA_FLAGS sets them: the same programs, compiled in about half the time."""
+def quick_compile() -> None:
+    """Adds QUICK_COMPILE_FLAGS to XLA_FLAGS, each unless XLA_FLAGS sets it already (to
+    keep XLA's defaults, set them there: `--xla_cpu_use_fusion_emitters=true`, ...). XLA
+    reads XLA_FLAGS when JAX first runs or compiles anything, so this counts only before
+    that; the harnesses call it as they are imported, `cpu_devices` too."""
+    _add_xla_flags(QUICK_COMPILE_FLAGS)
+
+
+def _add_xla_flags(wanted: Mapping[str, str]) -> None:
+    flags = os.environ.get("XLA_FLAGS", "")
+    added = [f"--{name}={value}" for name, value in wanted.items() if name not in flags]
+    os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
+
+
+def cpu_devices(count: int) -> None:
+    """Gives JAX on the CPU `count` host devices, for SPMD over a mesh of up to `count`,
+    and XLA's quickest CPU compilation (`quick_compile`). Call it before JAX is imported:
+    the device count is fixed when JAX initialises."""
     import sys
     if "jax" in sys.modules:
         raise RuntimeError("cpu_devices() must come before the first `import jax`")
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    wanted = {"xla_force_host_platform_device_count": str(count)}
-    if quick_compile:
-        wanted.update(QUICK_COMPILE_FLAGS)
-    flags = os.environ.get("XLA_FLAGS", "")
-    added = [f"--{name}={value}" for name, value in wanted.items() if name not in flags]
-    os.environ["XLA_FLAGS"] = " ".join([flags, *added]).strip()
+    _add_xla_flags({"xla_force_host_platform_device_count": str(count)})
+    quick_compile()
 
 
 def harness(model_fn: Callable[..., Any] | None = None,

@@ -33,14 +33,17 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-import optax
-from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from . import quick_compile
 
-from .._codec import AdagradOptimizer, AdamOptimizer, Case, RejectCase
+quick_compile()  # before JAX first compiles: XLA reads its flags then
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+import optax  # noqa: E402
+from flax import nnx  # noqa: E402
+from jax.sharding import Mesh, NamedSharding, PartitionSpec  # noqa: E402
+
+from .._codec import AdagradOptimizer, AdamOptimizer, Case, RejectCase  # noqa: E402
 
 INT32_MAX = 2**31 - 1
 UINT32_END = 2**32
