@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) in build-fuzz/ and runs each on
-# its seed corpus for a bounded time.
+# its seed corpus for a bounded time, the targets side by side (one core each).
 #
 #   scripts/fuzz-smoke.sh [SECONDS]    default 30 seconds per target
 #
@@ -21,6 +21,9 @@ cmake -S . -B build-fuzz -G Ninja \
 targets=(fuzz_protocol_messages fuzz_fixture_loader)
 cmake --build build-fuzz -j "$jobs" --target "${targets[@]}"
 
+# The targets fuzz side by side, one core each, every one for its full time; each one's
+# output goes to build-fuzz/<target>.log, printed when it ends.
+pids=()
 for t in "${targets[@]}"; do
   name="${t#fuzz_}"
   # The seed corpus stays untouched: new inputs go to a scratch corpus in build-fuzz/.
@@ -29,6 +32,19 @@ for t in "${targets[@]}"; do
   mkdir -p "$work" "$findings"
   echo "fuzz-smoke: $t for ${seconds}s" >&2
   "build-fuzz/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$findings/" -print_final_stats=1 "$work" "fuzz/corpus/$name"
+    -artifact_prefix="$findings/" -print_final_stats=1 "$work" "fuzz/corpus/$name" \
+    >"build-fuzz/$t.log" 2>&1 &
+  pids+=($!)
 done
+failed=0
+for i in "${!targets[@]}"; do
+  status=0
+  wait "${pids[$i]}" || status=$?
+  cat "build-fuzz/${targets[$i]}.log" >&2
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz-smoke: ${targets[$i]} failed (status $status); inputs in build-fuzz/findings/" >&2
+    failed=1
+  fi
+done
+[ "$failed" -eq 0 ] || exit 1
 echo "fuzz-smoke: no findings"
