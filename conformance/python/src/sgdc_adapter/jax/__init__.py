@@ -70,8 +70,8 @@ Both harnesses compile with XLA's quickest CPU code generation (`quick_compile`,
 about half the compile time); a flag you set in XLA_FLAGS yourself is kept.
 
 pytest: `check_nnx(...)` and `check_spmd(...)` (also `sgdc.check_nnx(...)` /
-`sgdc.check_spmd(...)` on the `sgdc` fixture) take the same arguments plus the run's options (`cases`, `seed`,
-`properties`, ...) and pass only on CONFORMANT.
+`sgdc.check_spmd(...)` on the `sgdc` fixture) take the same arguments plus the run's
+options (`cases`, `seed`, `properties`, ...) and pass only on CONFORMANT.
 
 This package imports JAX, Flax and optax only when a harness is made; where they are
 missing `serve_*` exits 77 (skipped) and `check_*` skips the test.
