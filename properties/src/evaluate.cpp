@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "sgdc/properties/property.hpp"
+#include "sgdc/reference/hyperparameters.hpp"
 #include "sgdc/reference/oracle.hpp"
 
 namespace sgdc::properties {
@@ -17,16 +18,14 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 // Equal in every field, bit for bit.
 bool same_case(const reference::Case& a, const reference::Case& b) {
-  if (a.n != b.n || a.d != b.d || a.k != b.k || a.num_shards != b.num_shards || a.step != b.step ||
-      !same_bits(a.lr, b.lr))
+  if (a.n != b.n || a.d != b.d || a.k != b.k || a.num_shards != b.num_shards || a.step != b.step)
     return false;
   const reference::Optimizer &o = a.optimizer, &p = b.optimizer;
   if (o.kind != p.kind || o.nesterov != p.nesterov || o.decay != p.decay) return false;
-  for (auto h :
-       {&reference::Optimizer::momentum, &reference::Optimizer::dampening,
-        &reference::Optimizer::weight_decay, &reference::Optimizer::b1, &reference::Optimizer::b2,
-        &reference::Optimizer::eps, &reference::Optimizer::eps_root})
-    if (!same_bits(o.*h, p.*h)) return false;
+  // Every hyperparameter, lr included, from the one table: an optimizer's new one counts
+  // here as it is added there.
+  for (const reference::Hyperparameter& h : reference::hyperparameters)
+    if (!same_bits(h.get(a), h.get(b))) return false;
   for (const reference::InputArray& in : reference::input_arrays)
     if (!same_bits(a.*in.member, b.*in.member)) return false;
   if (a.bias_group.has_value() != b.bias_group.has_value()) return false;
