@@ -2,41 +2,11 @@
 #include <vector>
 
 #include "sgdc/properties/property.hpp"
-#include "sgdc/reference/hyperparameters.hpp"
-#include "sgdc/reference/oracle.hpp"
+#include "shared_expectations.hpp"
 
 namespace sgdc::properties {
 
 namespace {
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-// Equal in every field, bit for bit.
-bool same_case(const reference::Case& a, const reference::Case& b) {
-  if (a.n != b.n || a.d != b.d || a.k != b.k || a.num_shards != b.num_shards || a.step != b.step)
-    return false;
-  const reference::Optimizer &o = a.optimizer, &p = b.optimizer;
-  if (o.kind != p.kind || o.nesterov != p.nesterov || o.decay != p.decay) return false;
-  // Every hyperparameter, lr included, from the one table: an optimizer's new one counts
-  // here as it is added there.
-  for (const reference::Hyperparameter& h : reference::hyperparameters)
-    if (!same_bits(h.get(a), h.get(b))) return false;
-  for (const reference::InputArray& in : reference::input_arrays)
-    if (!same_bits(a.*in.member, b.*in.member)) return false;
-  if (a.bias_group.has_value() != b.bias_group.has_value()) return false;
-  if (a.bias_group) {
-    for (auto h : {&reference::ParamGroup::lr, &reference::ParamGroup::weight_decay}) {
-      const std::optional<float>&x = (*a.bias_group).*h, &y = (*b.bias_group).*h;
-      if (x.has_value() != y.has_value() || (x && !same_bits(*x, *y))) return false;
-    }
-  }
-  return true;
-}
 
 // One drawn case on its way through plan, steps and judgements.
 struct Evaluation {
@@ -51,9 +21,9 @@ struct Evaluation {
 
 const reference::Expectation& Context::expect(const reference::Case& c) {
   for (const auto& [known, e] : expectations_)
-    if (same_case(known, c)) return e;
-  expectations_.emplace_back(c, reference::expect(c, declaration_.arithmetic));
-  return expectations_.back().second;
+    if (detail::same_case(known, c)) return *e;
+  expectations_.emplace_back(c, detail::expect(c, declaration_.arithmetic));
+  return *expectations_.back().second;
 }
 
 std::vector<Judgement> evaluate_together(const Property& property, Implementation& impl,

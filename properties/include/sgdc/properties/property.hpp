@@ -5,9 +5,9 @@
 /// stepping and hands the planned steps of many cases to Implementation::step_batch.
 
 #include <rapidcheck.h>
-#include <deque>
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -66,13 +66,15 @@ class Context {
  public:
   explicit Context(const Declaration& declaration) : declaration_(declaration) {}
   const Declaration& declaration() const { return declaration_; }
-  /// reference::expect(c) under the declared arithmetic, computed once per distinct case.
+  /// reference::expect(c) under the declared arithmetic, computed once per distinct case
+  /// (once in the process while a SharedExpectations lives).
   const reference::Expectation& expect(const reference::Case& c);
 
  private:
   const Declaration& declaration_;
-  // A deque: expect() hands out references that must survive later insertions.
-  std::deque<std::pair<reference::Case, reference::Expectation>> expectations_;
+  // Shared: a live SharedExpectations may hold the same result for other contexts.
+  std::vector<std::pair<reference::Case, std::shared_ptr<const reference::Expectation>>>
+      expectations_;
 };
 
 /// One property of a correct step, checkable against any Implementation.

@@ -1,0 +1,181 @@
+#include "sgdc/properties/shared_expectations.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "sgdc/reference/hyperparameters.hpp"
+#include "sgdc/reference/oracle.hpp"
+#include "shared_expectations.hpp"
+
+namespace sgdc::properties {
+
+namespace {
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+bool same_model(const reference::ErrorModel& a, const reference::ErrorModel& b) {
+  return std::memcmp(&a.u, &b.u, sizeof a.u) == 0 && a.subnormals == b.subnormals &&
+         a.format == b.format;
+}
+
+// FNV-1a over the bytes that same_case and same_model compare.
+struct Hash {
+  std::uint64_t h = 1469598103934665603ull;
+  void bytes(const void* p, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  }
+  template <class T>
+  void value(const T& v) {
+    bytes(&v, sizeof v);
+  }
+};
+
+std::uint64_t hash_of(const reference::Case& c, const reference::ErrorModel& m) {
+  Hash h;
+  for (int v : {c.n, c.d, c.k, c.num_shards}) h.value(v);
+  h.value(c.step);
+  h.value(c.optimizer.kind);
+  for (const reference::Hyperparameter& p : reference::hyperparameters) h.value(p.get(c));
+  for (const reference::InputArray& in : reference::input_arrays) {
+    const std::vector<float>& a = c.*in.member;
+    h.value(a.size());
+    if (!a.empty()) h.bytes(a.data(), a.size() * sizeof(float));
+  }
+  h.value(m.u);
+  h.value(m.subnormals);
+  h.value(m.format.fraction_bits);
+  h.value(m.format.min_exponent);
+  return h.h;
+}
+
+std::size_t bytes_of(const reference::Case& c, const reference::Expectation& e) {
+  std::size_t n = sizeof(reference::Case) + sizeof(reference::Expectation);
+  for (const reference::InputArray& in : reference::input_arrays)
+    n += (c.*in.member).size() * sizeof(float);
+  for (const reference::OutputInfo& info : reference::output_table)
+    n += e[info.output].size() * sizeof(reference::Expected);
+  return n + (e.kernel_from_grad.size() + e.bias_from_grad.size()) * sizeof(double);
+}
+
+struct Entry {
+  reference::Case c;
+  reference::ErrorModel model;
+  std::shared_ptr<const reference::Expectation> expectation;
+  std::size_t bytes;
+};
+
+struct Store {
+  explicit Store(std::size_t capacity) : capacity(capacity) {}
+  const std::size_t capacity;
+  std::mutex mutex;
+  std::unordered_multimap<std::uint64_t, Entry> entries;
+  std::deque<std::uint64_t> order;  // keys, oldest first, one per entry
+  std::size_t bytes = 0;
+  std::atomic<std::size_t> computed{0}, reused{0};
+
+  std::shared_ptr<const reference::Expectation> find(std::uint64_t key, const reference::Case& c,
+                                                     const reference::ErrorModel& m) {
+    auto [first, last] = entries.equal_range(key);
+    for (auto it = first; it != last; ++it)
+      if (same_model(it->second.model, m) && detail::same_case(it->second.c, c))
+        return it->second.expectation;
+    return nullptr;
+  }
+
+  void keep(std::uint64_t key, const reference::Case& c, const reference::ErrorModel& m,
+            std::shared_ptr<const reference::Expectation> e) {
+    if (find(key, c, m)) return;  // another thread computed it meanwhile: the same result
+    const std::size_t size = bytes_of(c, *e);
+    entries.emplace(key, Entry{c, m, std::move(e), size});
+    order.push_back(key);
+    bytes += size;
+    while (bytes > capacity && !order.empty()) {
+      // An entry under the oldest key (the one of a hash collision that leaves does
+      // not matter: the bytes taken off are its own).
+      const auto oldest = entries.find(order.front());
+      bytes -= oldest->second.bytes;
+      entries.erase(oldest);
+      order.pop_front();
+    }
+  }
+};
+
+Store* live = nullptr;  // the live SharedExpectations' store, if any
+std::mutex live_mutex;
+
+}  // namespace
+
+namespace detail {
+
+bool same_case(const reference::Case& a, const reference::Case& b) {
+  if (a.n != b.n || a.d != b.d || a.k != b.k || a.num_shards != b.num_shards || a.step != b.step)
+    return false;
+  const reference::Optimizer &o = a.optimizer, &p = b.optimizer;
+  if (o.kind != p.kind || o.nesterov != p.nesterov || o.decay != p.decay) return false;
+  // Every hyperparameter, lr included, from the one table: an optimizer's new one counts
+  // here as it is added there.
+  for (const reference::Hyperparameter& h : reference::hyperparameters)
+    if (!same_bits(h.get(a), h.get(b))) return false;
+  for (const reference::InputArray& in : reference::input_arrays)
+    if (!same_bits(a.*in.member, b.*in.member)) return false;
+  if (a.bias_group.has_value() != b.bias_group.has_value()) return false;
+  if (a.bias_group) {
+    for (auto h : {&reference::ParamGroup::lr, &reference::ParamGroup::weight_decay}) {
+      const std::optional<float>&x = (*a.bias_group).*h, &y = (*b.bias_group).*h;
+      if (x.has_value() != y.has_value() || (x && !same_bits(*x, *y))) return false;
+    }
+  }
+  return true;
+}
+
+std::shared_ptr<const reference::Expectation> expect(const reference::Case& c,
+                                                     const reference::ErrorModel& model) {
+  Store* store = live;
+  if (store == nullptr)
+    return std::make_shared<const reference::Expectation>(reference::expect(c, model));
+  const std::uint64_t key = hash_of(c, model);
+  {
+    std::lock_guard lock(store->mutex);
+    if (auto e = store->find(key, c, model)) {
+      ++store->reused;
+      return e;
+    }
+  }
+  // Computed outside the lock, so that the runner's threads evaluate side by side.
+  auto e = std::make_shared<const reference::Expectation>(reference::expect(c, model));
+  ++store->computed;
+  std::lock_guard lock(store->mutex);
+  store->keep(key, c, model, e);
+  return e;
+}
+
+}  // namespace detail
+
+SharedExpectations::SharedExpectations(std::size_t capacity_bytes) {
+  std::lock_guard lock(live_mutex);
+  if (live != nullptr) throw std::logic_error("SharedExpectations: one is live already");
+  live = new Store(capacity_bytes);
+}
+
+SharedExpectations::~SharedExpectations() {
+  std::lock_guard lock(live_mutex);
+  delete live;
+  live = nullptr;
+}
+
+std::size_t SharedExpectations::computed() const { return live->computed; }
+std::size_t SharedExpectations::reused() const { return live->reused; }
+
+}  // namespace sgdc::properties
