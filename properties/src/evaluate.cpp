@@ -1,4 +1,4 @@
-#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "sgdc/properties/property.hpp"

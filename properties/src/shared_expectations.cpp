@@ -24,11 +24,6 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-bool same_model(const reference::ErrorModel& a, const reference::ErrorModel& b) {
-  return std::memcmp(&a.u, &b.u, sizeof a.u) == 0 && a.subnormals == b.subnormals &&
-         a.format == b.format;
-}
-
 // FNV-1a over the bytes that same_case and same_model compare.
 struct Hash {
   std::uint64_t h = 1469598103934665603ull;
@@ -89,7 +84,7 @@ struct Store {
                                                      const reference::ErrorModel& m) {
     auto [first, last] = entries.equal_range(key);
     for (auto it = first; it != last; ++it)
-      if (same_model(it->second.model, m) && detail::same_case(it->second.c, c))
+      if (it->second.model == m && detail::same_case(it->second.c, c))
         return it->second.expectation;
     return nullptr;
   }
@@ -112,7 +107,7 @@ struct Store {
   }
 };
 
-Store* live = nullptr;  // the live SharedExpectations' store, if any
+std::atomic<Store*> live{nullptr};  // the live SharedExpectations' store, if any
 std::mutex live_mutex;
 
 }  // namespace
@@ -165,17 +160,16 @@ std::shared_ptr<const reference::Expectation> expect(const reference::Case& c,
 
 SharedExpectations::SharedExpectations(std::size_t capacity_bytes) {
   std::lock_guard lock(live_mutex);
-  if (live != nullptr) throw std::logic_error("SharedExpectations: one is live already");
-  live = new Store(capacity_bytes);
+  if (live.load() != nullptr) throw std::logic_error("SharedExpectations: one is live already");
+  live.store(new Store(capacity_bytes));
 }
 
 SharedExpectations::~SharedExpectations() {
   std::lock_guard lock(live_mutex);
-  delete live;
-  live = nullptr;
+  delete live.exchange(nullptr);
 }
 
-std::size_t SharedExpectations::computed() const { return live->computed; }
-std::size_t SharedExpectations::reused() const { return live->reused; }
+std::size_t SharedExpectations::computed() const { return live.load()->computed; }
+std::size_t SharedExpectations::reused() const { return live.load()->reused; }
 
 }  // namespace sgdc::properties

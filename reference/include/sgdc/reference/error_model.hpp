@@ -64,6 +64,7 @@ struct ErrorModel {
   double u = unit_roundoff::float32;
   Subnormals subnormals = Subnormals::ieee;
   Format format = formats::float32;
+  friend bool operator==(const ErrorModel&, const ErrorModel&) = default;
 };
 
 /// What one operation may do, as the bounds use it (docs/error-model.md, sections 1 and 13).
