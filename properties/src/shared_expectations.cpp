@@ -24,7 +24,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// FNV-1a over the bytes that same_case and same_model compare.
+// FNV-1a over fields that same_case and ErrorModel's == compare: equal ones hash equal
+// (but for a -0.0 unit roundoff against +0.0, which only costs a recomputation).
 struct Hash {
   std::uint64_t h = 1469598103934665603ull;
   void bytes(const void* p, std::size_t n) {
