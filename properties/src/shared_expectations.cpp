@@ -1,7 +1,8 @@
 #include "sgdc/properties/shared_expectations.hpp"
 
+#include <boost/container_hash/hash.hpp>
+
 #include <atomic>
-#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -24,36 +25,24 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-// FNV-1a over fields that same_case and ErrorModel's == compare: equal ones hash equal
-// (but for a -0.0 unit roundoff against +0.0, which only costs a recomputation).
-struct Hash {
-  std::uint64_t h = 1469598103934665603ull;
-  void bytes(const void* p, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(p);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  }
-  template <class T>
-  void value(const T& v) {
-    bytes(&v, sizeof v);
-  }
-};
-
-std::uint64_t hash_of(const reference::Case& c, const reference::ErrorModel& m) {
-  Hash h;
-  for (int v : {c.n, c.d, c.k, c.num_shards}) h.value(v);
-  h.value(c.step);
-  h.value(c.optimizer.kind);
-  for (const reference::Hyperparameter& p : reference::hyperparameters) h.value(p.get(c));
+// Over fields that same_case and ErrorModel's == compare: equal ones hash equal.
+std::size_t hash_of(const reference::Case& c, const reference::ErrorModel& m) {
+  std::size_t h = 0;
+  for (int v : {c.n, c.d, c.k, c.num_shards}) boost::hash_combine(h, v);
+  boost::hash_combine(h, c.step);
+  boost::hash_combine(h, c.optimizer.kind);
+  for (const reference::Hyperparameter& p : reference::hyperparameters)
+    boost::hash_combine(h, p.get(c));
   for (const reference::InputArray& in : reference::input_arrays) {
     const std::vector<float>& a = c.*in.member;
-    h.value(a.size());
-    if (!a.empty()) h.bytes(a.data(), a.size() * sizeof(float));
+    boost::hash_combine(h, a.size());
+    boost::hash_range(h, a.begin(), a.end());
   }
-  h.value(m.u);
-  h.value(m.subnormals);
-  h.value(m.format.fraction_bits);
-  h.value(m.format.min_exponent);
-  return h.h;
+  boost::hash_combine(h, m.u);
+  boost::hash_combine(h, m.subnormals);
+  boost::hash_combine(h, m.format.fraction_bits);
+  boost::hash_combine(h, m.format.min_exponent);
+  return h;
 }
 
 std::size_t bytes_of(const reference::Case& c, const reference::Expectation& e) {
@@ -76,12 +65,12 @@ struct Store {
   explicit Store(std::size_t capacity) : capacity(capacity) {}
   const std::size_t capacity;
   std::mutex mutex;
-  std::unordered_multimap<std::uint64_t, Entry> entries;
-  std::deque<std::uint64_t> order;  // keys, oldest first, one per entry
+  std::unordered_multimap<std::size_t, Entry> entries;
+  std::deque<std::size_t> order;  // keys, oldest first, one per entry
   std::size_t bytes = 0;
   std::atomic<std::size_t> computed{0}, reused{0};
 
-  std::shared_ptr<const reference::Expectation> find(std::uint64_t key, const reference::Case& c,
+  std::shared_ptr<const reference::Expectation> find(std::size_t key, const reference::Case& c,
                                                      const reference::ErrorModel& m) {
     auto [first, last] = entries.equal_range(key);
     for (auto it = first; it != last; ++it)
@@ -90,7 +79,7 @@ struct Store {
     return nullptr;
   }
 
-  void keep(std::uint64_t key, const reference::Case& c, const reference::ErrorModel& m,
+  void keep(std::size_t key, const reference::Case& c, const reference::ErrorModel& m,
             std::shared_ptr<const reference::Expectation> e) {
     if (find(key, c, m)) return;  // another thread computed it meanwhile: the same result
     const std::size_t size = bytes_of(c, *e);
@@ -141,7 +130,7 @@ std::shared_ptr<const reference::Expectation> expect(const reference::Case& c,
   Store* store = live;
   if (store == nullptr)
     return std::make_shared<const reference::Expectation>(reference::expect(c, model));
-  const std::uint64_t key = hash_of(c, model);
+  const std::size_t key = hash_of(c, model);
   {
     std::lock_guard lock(store->mutex);
     if (auto e = store->find(key, c, model)) {

@@ -18,8 +18,8 @@ using reference::Optimizer;
 // another valid one: two cases equal in every field but h.
 reference::Case with_taker_of(const reference::Hyperparameter& h) {
   reference::Case c = reference::worked_example();
-  for (Optimizer::Kind kind : {Optimizer::Kind::sgd, Optimizer::Kind::momentum,
-                               Optimizer::Kind::adam, Optimizer::Kind::adagrad}) {
+  for (const reference::OptimizerInfo& info : reference::optimizer_table) {
+    const Optimizer::Kind kind = info.kind;
     if (!h.taken_by(kind)) continue;
     c.optimizer.kind = kind;
     if (kind == Optimizer::Kind::momentum) c.optimizer.momentum = 0.5f;
