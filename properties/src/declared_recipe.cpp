@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "sgdc/properties/implementation.hpp"
 
@@ -60,7 +61,7 @@ bool admits_group(const std::optional<DeclaredGroup>& declared, const reference:
 }  // namespace
 
 bool DeclaredRecipe::empty() const {
-  return optimizers.empty() && !even_batches && !bias_group &&
+  return optimizers.empty() && !even_batches && !bias_group && !clipping &&
          std::none_of(ranges.begin(), ranges.end(), [](const auto& r) { return r.has_value(); });
 }
 
@@ -80,6 +81,9 @@ bool DeclaredRecipe::admits(const reference::Case& c) const {
     if (ranges[i] && hyperparameters[i].taken_by(c.optimizer.kind) &&
         !ranges[i]->contains(hyperparameters[i].get(c)))
       return false;
+  if (clipping.has_value() != c.clip.has_value()) return false;
+  if (clipping && (!clipping->max_norm.contains(c.clip->max_norm) || clipping->eps != c.clip->eps))
+    return false;
   return admits_group(bias_group, c);
 }
 
@@ -134,6 +138,20 @@ void validate(const DeclaredRecipe& r, const Capabilities& caps) {
       check("bias_group.weight_decay", hyperparameters[index_of("weight_decay")],
             *r.bias_group->weight_decay);
   }
+  if (r.clipping) {
+    const ValueRange& m = r.clipping->max_norm;
+    if (!std::isfinite(m.lo) || !std::isfinite(m.hi))
+      bad("clipping.max_norm", "is not finite: " + show(m));
+    if (m.lo > m.hi)
+      bad("clipping.max_norm", fmt::format("is an empty range: {:.9g} > {:.9g}", m.lo, m.hi));
+    if (!(m.lo >= 0x1p-126f))
+      bad("clipping.max_norm", fmt::format("{} must be a normal float32 > 0", show(m)));
+    const float eps = r.clipping->eps;
+    if (!std::isfinite(eps) || eps < 0.0f || (eps != 0.0f && eps < 0x1p-126f))
+      bad("clipping.eps", fmt::format("{:.9g} must be 0 or a finite normal float32 > 0 "
+                                      "(torch's clip_grad_norm_ 1e-6, optax 0)",
+                                      eps));
+  }
 }
 
 DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& asked) {
@@ -159,6 +177,17 @@ DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& aske
         .lr = intersect("bias_group.lr", a.lr, b.lr),
         .weight_decay = intersect("bias_group.weight_decay", a.weight_decay, b.weight_decay)};
   }
+  if (!declared.clipping || !asked.clipping) {
+    out.clipping = declared.clipping ? declared.clipping : asked.clipping;
+  } else {
+    if (declared.clipping->eps != asked.clipping->eps)
+      bad("clipping.eps", fmt::format("{:.9g} differs from the declared {:.9g}",
+                                      asked.clipping->eps, declared.clipping->eps));
+    out.clipping =
+        DeclaredClipping{.max_norm = *intersect("clipping.max_norm", declared.clipping->max_norm,
+                                                asked.clipping->max_norm),
+                         .eps = declared.clipping->eps};
+  }
   return out;
 }
 
@@ -170,6 +199,64 @@ std::optional<reference::ParamGroup> draw_group(std::mt19937_64& rng, const Decl
     g.weight_decay = draw_inside(rng, *group.weight_decay);
   if (!g.lr && !g.weight_decay) return std::nullopt;
   return g;
+}
+
+double gradient_norm(const reference::Case& c) {
+  const double scale = 2.0 / (static_cast<double>(c.n) * c.k);
+  std::vector<double> r(static_cast<std::size_t>(c.n) * c.k);
+  for (int i = 0; i < c.n; ++i)
+    for (int j = 0; j < c.k; ++j) {
+      double v = double(c.bias[j]) - double(c.y[i * c.k + j]);
+      for (int l = 0; l < c.d; ++l) v += double(c.x[i * c.d + l]) * c.kernel[l * c.k + j];
+      r[i * c.k + j] = v;
+    }
+  double s = 0.0;
+  for (int j = 0; j < c.k; ++j) {
+    double b = 0.0;
+    for (int i = 0; i < c.n; ++i) b += r[i * c.k + j];
+    s += (scale * b) * (scale * b);
+    for (int l = 0; l < c.d; ++l) {
+      double g = 0.0;
+      for (int i = 0; i < c.n; ++i) g += double(c.x[i * c.d + l]) * r[i * c.k + j];
+      s += (scale * g) * (scale * g);
+    }
+  }
+  return std::sqrt(s);
+}
+
+namespace {
+// y moved so that every residual is `factor` times what it was: y' = x W + b - factor r.
+void scale_residuals(reference::Case& c, double factor) {
+  for (int i = 0; i < c.n; ++i)
+    for (int j = 0; j < c.k; ++j) {
+      double pred = c.bias[j];
+      for (int l = 0; l < c.d; ++l) pred += double(c.x[i * c.d + l]) * c.kernel[l * c.k + j];
+      const float y = static_cast<float>(pred - factor * (pred - double(c.y[i * c.k + j])));
+      if (std::isfinite(y)) c.y[i * c.k + j] = y;
+    }
+}
+
+double log_uniform(std::mt19937_64& rng, double lo, double hi) {
+  return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
+}
+}  // namespace
+
+void draw_clipping(std::mt19937_64& rng, const DeclaredClipping& clipping, reference::Case& c) {
+  double norm = gradient_norm(c);
+  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0 && norm > 0.0 && std::isfinite(norm)) {
+    scale_residuals(c, log_uniform(rng, 1e-6, 1e-3) / norm);
+    norm = gradient_norm(c);
+  }
+  float max_norm = clipping.max_norm.lo;
+  if (!clipping.max_norm.fixed()) {
+    const double want = norm * log_uniform(rng, 0.1, 10.0);
+    max_norm = std::isfinite(want) ? std::clamp(static_cast<float>(want), clipping.max_norm.lo,
+                                                clipping.max_norm.hi)
+                                   : draw_inside(rng, clipping.max_norm);
+  } else if ((rng() & 1u) != 0 && norm > 0.0 && std::isfinite(norm)) {
+    scale_residuals(c, double(max_norm) * log_uniform(rng, 0.1, 10.0) / norm);
+  }
+  c.clip = reference::Clipping{max_norm, clipping.eps};
 }
 
 float draw_inside(std::mt19937_64& rng, const ValueRange& range) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sgdc/properties/declared_recipe.hpp"
 #include "sgdc/properties/implementation.hpp"
 
 namespace sgdc::properties {
@@ -27,7 +28,8 @@ void widen(Range& r, const Range& o) {
   r = r ? std::pair{std::min(r->first, o->first), std::max(r->second, o->second)} : *o;
 }
 
-constexpr const char* bias_group_names[] = {"bias_group.lr", "bias_group.weight_decay"};
+constexpr const char* bias_group_names[] = {"bias_group.lr", "bias_group.weight_decay",
+                                            "clipping.max_norm"};
 
 }  // namespace
 
@@ -53,6 +55,16 @@ const std::vector<ExercisedOption>& exercised_options() {
       {"num_shards > 1", [](const reference::Case& c) { return c.num_shards > 1; }},
       {"uneven shards", [](const reference::Case& c) { return c.n % c.num_shards != 0; }},
       {"bias group", [](const reference::Case& c) { return c.bias_group.has_value(); }},
+      // Whether the clip factor is below 1, from the gradients' norm in double (a report,
+      // not a verdict: a case at the boundary may be counted on either side).
+      {"clipping active",
+       [](const reference::Case& c) {
+         return c.clip && double(c.clip->max_norm) < gradient_norm(c) + double(c.clip->eps);
+       }},
+      {"clipping inactive",
+       [](const reference::Case& c) {
+         return c.clip && double(c.clip->max_norm) >= gradient_norm(c) + double(c.clip->eps);
+       }},
   };
   return options;
 }
@@ -67,11 +79,12 @@ void Exercised::add(const reference::Case& c) {
     if (!h.taken_by(c.optimizer.kind) || !std::isfinite(v)) continue;
     widen(ranges[i], v);
   }
-  if (c.bias_group) {
-    const std::optional<float> values[] = {c.bias_group->lr, c.bias_group->weight_decay};
-    for (std::size_t i = 0; i < bias_group_ranges.size(); ++i)
-      if (values[i] && std::isfinite(*values[i])) widen(bias_group_ranges[i], *values[i]);
-  }
+  const std::optional<float> values[] = {
+      c.bias_group ? c.bias_group->lr : std::nullopt,
+      c.bias_group ? c.bias_group->weight_decay : std::nullopt,
+      c.clip ? std::optional<float>(c.clip->max_norm) : std::nullopt};
+  for (std::size_t i = 0; i < bias_group_ranges.size(); ++i)
+    if (values[i] && std::isfinite(*values[i])) widen(bias_group_ranges[i], *values[i]);
 }
 
 std::vector<std::pair<std::string, std::pair<float, float>>> Exercised::drawn() const {
@@ -134,6 +147,8 @@ std::vector<std::string> unexercised(const Exercised& e, const Declaration& d) {
   }
   declared.insert(declared.end(), {{"decay coupled", coupled}, {"decay decoupled", decoupled}});
   declared.push_back({"bias group", r.bias_group.has_value()});
+  declared.push_back({"clipping active", r.clipping.has_value()});
+  declared.push_back({"clipping inactive", r.clipping.has_value()});
   std::vector<std::string> out;
   for (const auto& [name, on] : declared)
     if (on && count(name) == 0)

@@ -228,6 +228,7 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
       }
     }
   }
+  if (space.recipe.clipping) draw_clipping(rng, *space.recipe.clipping, c);
   return c;
 }
 

@@ -42,6 +42,9 @@ std::optional<std::string> outside_declaration(const reference::Case& c, const D
   }
   if (c.bias_group && !d.recipe.bias_group)
     return "a bias in a parameter group of its own; the recipe declares no bias_group";
+  if (c.clip && !d.recipe.clipping)
+    return "gradients clipped to a global norm; the recipe declares no clipping";
+  if (!c.clip && d.recipe.clipping) return "gradients not clipped; the recipe declares clipping";
   if (!d.recipe.admits(c)) return "outside the declared recipe";
   return std::nullopt;
 }

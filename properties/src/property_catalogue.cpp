@@ -265,8 +265,9 @@ Judgement update_rule(Context& ctx, const Case& c, std::span<const StepOutcome> 
   constexpr Output parameters[] = {Output::kernel, Output::bias};
   const auto bad = compare(res, e, parameters, &obs);
   // Consistency with the reported gradient is judged for plain SGD, where p' follows
-  // from g alone; with momentum the buffer comes between.
-  if (!res.grad_kernel.empty() && !res.grad_bias.empty() && c.optimizer == reference::Optimizer{}) {
+  // from g alone; with momentum the buffer comes between, with clipping the clip factor.
+  if (!res.grad_kernel.empty() && !res.grad_bias.empty() && c.optimizer == reference::Optimizer{} &&
+      !c.clip) {
     const auto inconsistent = inconsistent_updates(c, res, e);
     if (!inconsistent.empty()) {
       std::string s;

@@ -122,6 +122,10 @@ bool same_case(const reference::Case& a, const reference::Case& b) {
       if (x.has_value() != y.has_value() || (x && !same_bits(*x, *y))) return false;
     }
   }
+  if (a.clip.has_value() != b.clip.has_value()) return false;
+  if (a.clip &&
+      (!same_bits(a.clip->max_norm, b.clip->max_norm) || !same_bits(a.clip->eps, b.clip->eps)))
+    return false;
   return true;
 }
 

@@ -19,6 +19,8 @@
 
 namespace sgdc::reference {
 
+class Quadratic;
+
 /// One Adam or Adagrad case's hyperparameters, with the bias corrections 1 - b1^t and 1 - b2^t
 /// (t = step + 1) enclosed once per precision of the ladder, the first at construction, the
 /// others when first needed.
@@ -36,6 +38,10 @@ class AdamUpdate {
   /// corrections as it climbs); certify() is. Throws std::runtime_error if no precision of the
   /// ladder decides it (an exact tie that rational arithmetic cannot reach: never seen).
   RoundedValue parameter(float p, const Rational& m_new, const Rational& v_new) const;
+  /// The same for a clipped step's moments, in Q(sqrt S) (quadratic.hpp): as above where
+  /// both are rational; else enclosed only (an exact tie would need sqrt(vh + eps_root) in
+  /// Q(sqrt S): never seen; std::runtime_error if it is ever reached).
+  RoundedValue parameter(float p, const Quadratic& m_new, const Quadratic& v_new) const;
 
   /// p' exactly (exact_value.hpp): its rational when it is one, else its decimal at
   /// `digits` significant digits, climbing a ladder of precisions until both ends of the

@@ -100,6 +100,14 @@ void Case::validate() const {
                                     (adam ? "Adam" : "Adagrad"));
     }
   }
+  if (clip) {
+    // Normal float32 values, so that the norm's bound (docs/error-model.md, section 17)
+    // need not follow subnormal hyperparameters.
+    if (!std::isfinite(clip->max_norm) || !(clip->max_norm >= 0x1p-126f))
+      throw std::invalid_argument("clip_max_norm: must be a finite normal float32 > 0");
+    if (!std::isfinite(clip->eps) || (clip->eps != 0.0f && !(clip->eps >= 0x1p-126f)))
+      throw std::invalid_argument("clip_eps: must be 0 or a finite normal float32 > 0");
+  }
   if (!fresh_state() && optimizer.kind == Optimizer::Kind::sgd)
     throw std::invalid_argument("momentum_kernel: optimizer state without a stateful optimizer");
   for (const InputArray& in : input_arrays) {
@@ -232,6 +240,8 @@ void showValue(const Case& c, std::ostream& os) {
     if (c.bias_group->lr) os << " lr=" << describe(*c.bias_group->lr);
     if (c.bias_group->weight_decay) os << " weight_decay=" << describe(*c.bias_group->weight_decay);
   }
+  if (c.clip)
+    os << "\n  clip max_norm=" << describe(c.clip->max_norm) << " eps=" << describe(c.clip->eps);
   for (const InputArray& in : input_arrays) {
     const std::vector<float>& v = c.*in.member;
     if (in.state && v.empty()) continue;

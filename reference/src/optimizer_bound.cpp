@@ -144,7 +144,11 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       const double e_a0 = (e_mh + mh * e_den / den) / den_low;
       // (D2) Adagrad's a may be ge * rsqrt(w) (optax): a reciprocal and a product, two
       // roundings where the quotient has one.
-      const double e_a = adagrad ? e_a0 + g2 * (a + e_a0) + 2.0 * eta : e_a0 + u * (a + e_a0) + eta;
+      double e_a = adagrad ? e_a0 + g2 * (a + e_a0) + 2.0 * eta : e_a0 + u * (a + e_a0) + eta;
+      // (D4) optax's Adagrad steps only where the computed sum is above 0
+      // (where(sum > 0, rsqrt(sum + eps), 0)): where the exact v' lies within its bound of
+      // 0, the sum may round to 0 and the direction be 0, off by all of a.
+      if (adagrad && v_new[i] <= e_v * evaluation_slack) e_a = std::max(e_a, a + e_a0);
       // (A8) the update, as (O4) with a for the direction.
       // (A8) torch's addcdiv forms lr m' before dividing by D: that product's underflow,
       // eta, divided by D.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "clipping_bound.hpp"
 #include "optimizer_bound.hpp"
 #include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/error_bound.hpp"
@@ -121,6 +122,13 @@ Poison find_poison(const Case& c) {
   return p;
 }
 
+bool poisons_a_gradient(const Poison& p) {
+  for (const std::vector<char>* g : {&p.outputs.grad_kernel, &p.outputs.grad_bias})
+    for (const char v : *g)
+      if (v) return true;
+  return false;
+}
+
 std::vector<double> magnitudes(const std::vector<double>& values) {
   std::vector<double> out;
   out.reserve(values.size());
@@ -190,6 +198,7 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
     mag.loss = exact.loss[0].value;
     bounds = error_bounds(finite, mag, model);
     apply_optimizer_bounds(finite, mag, model, bounds);
+    if (finite.clip) apply_clipping_bounds(finite, mag, model, bounds);
   }  // the magnitudes go before the expectation grows
 
   // Each output's values and bounds go once its expectation is built: at most one
@@ -203,6 +212,20 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   out.kernel_from_grad = std::move(bounds.kernel_from_grad);
   out.bias_from_grad = std::move(bounds.bias_from_grad);
   out.u = operation_model(model).u;
+  if (c.clip && poisons_a_gradient(poison)) {
+    // A non-finite gradient makes the norm non-finite: the clip factor is then NaN, or 0
+    // (an infinite norm) which leaves the finite elements' parameters unmoved. The step
+    // defines neither (docs/spec/step.md, "Gradient clipping"): whatever reads the
+    // factor is not judged.
+    for (Output o : all_outputs) {
+      if (o == Output::loss || o == Output::grad_kernel || o == Output::grad_bias) continue;
+      for (Expected& x : out[o]) {
+        x.bound = std::numeric_limits<double>::infinity();
+        x.may_overflow = true;
+        x.must_be_nonfinite = false;
+      }
+    }
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "sgdc/reference/rounded_step.hpp"
 
 #include "adam_update.hpp"
+#include "clipped_step.hpp"
 #include "sgdc/reference/exact_step.hpp"
 #include "sgdc/reference/rounding.hpp"
 
@@ -40,6 +41,13 @@ RoundedStep round_exact_step(const Case& c) {
   s.bias = round_all(exact.bias);
   s.grad_kernel = round_all(exact.grad_kernel);
   s.grad_bias = round_all(exact.grad_bias);
+  if (c.clip) {
+    // The optimizer reads the clipped gradients, in Q(sqrt S) (clipped_step.hpp).
+    round_clipped_optimizer(c, exact, s);
+    s.fallback_elements = s.elements();
+    s.exact_evaluated = true;
+    return s;
+  }
   s.momentum_kernel = round_all(exact.momentum_kernel);
   s.momentum_bias = round_all(exact.momentum_bias);
   s.second_moment_kernel = round_all(exact.second_moment_kernel);

@@ -148,6 +148,7 @@ TEST(SpecExamples, EveryTagIsChecked) {
                                                "shards-output_chunks-momentum",
                                                "step-momentum",
                                                "step-adam",
+                                               "step-clipped",
                                                "bye",
                                                "step-binary",
                                                "result-binary",
@@ -195,6 +196,13 @@ TEST(SpecExamples, AdamStep) {
   c.optimizer.decay = reference::Optimizer::Decay::decoupled;
   c.validate();
   EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step-adam"))), parsed(encode_step(9, c)));
+}
+
+TEST(SpecExamples, ClippedStep) {
+  reference::Case c = reference::worked_example();
+  c.clip = reference::Clipping{1.0f, 1e-6f};
+  c.validate();
+  EXPECT_EQ(parsed(one_line(block(protocol_blocks(), "step-clipped"))), parsed(encode_step(10, c)));
 }
 
 TEST(SpecExamples, MomentumShardLayout) {

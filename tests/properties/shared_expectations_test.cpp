@@ -62,6 +62,26 @@ TEST(SharedExpectations, NeverAcrossCasesOrArithmetics) {
   EXPECT_EQ(shared.computed(), 3u);
 }
 
+// A clipped case and the same case unclipped, or clipped at another max_norm, are other
+// cases.
+TEST(SharedExpectations, NeverAcrossClippings) {
+  const Declaration float32{.name = "float32"};
+  const reference::Case c = reference::worked_example();
+  reference::Case clipped = c, tighter = c;
+  clipped.clip = reference::Clipping{0.5f, 0.0f};
+  tighter.clip = reference::Clipping{0.25f, 0.0f};
+  const SharedExpectations shared;
+  Context a(float32);
+  const reference::Expectation* plain = &a.expect(c);
+  const reference::Expectation* one = &a.expect(clipped);
+  const reference::Expectation* two = &a.expect(tighter);
+  EXPECT_NE(plain, one);
+  EXPECT_NE(one, two);
+  EXPECT_TRUE(same_bits(*one, reference::expect(clipped, float32.arithmetic)));
+  EXPECT_FALSE(same_bits(*one, *two));
+  EXPECT_EQ(shared.computed(), 3u);
+}
+
 TEST(SharedExpectations, OverCapacityTheOldestLeaveAndResultsStayRight) {
   const Declaration declaration{.name = "test"};
   const reference::Case c = reference::worked_example();

@@ -63,6 +63,20 @@ constexpr properties::AdagradSupport torch_adagrad{.coupled_decay = true};
 constexpr properties::AdagradSupport optax_adagrad{
     .coupled_decay = true, .decoupled_decay = true, .eps_root = true};
 
+// A step that clips the gradients to a global norm (docs/spec/step.md, "Gradient
+// clipping") in the convention of `eps` (torch's clip_grad_norm_ 1e-6, optax's 0),
+// declaring it for max_norm in [1e-7, 1e4]: correct (a variant) or with a clipping `bug`
+// (a mutant).
+Entry clipping(std::string name, Kind kind, float eps, Bug bug, std::string description,
+               std::string named_by = {}) {
+  Recipe recipe;
+  recipe.order = eps == 0.0f && kind == Kind::variant ? Order::pairwise : Order::sequential;
+  recipe.bug = bug;
+  Entry e{std::move(name), kind, std::move(description), recipe, false, {}, std::move(named_by)};
+  e.declared.clipping = properties::DeclaredClipping{.max_norm = {1e-7f, 1e4f}, .eps = eps};
+  return e;
+}
+
 std::vector<Entry> make_catalogue() {
   std::vector<Entry> c;
   c.push_back({"float32", Kind::reference,
@@ -114,6 +128,14 @@ std::vector<Entry> make_catalogue() {
   c.push_back(reduced_matmul("bf16-matmul", reference::formats::bfloat16, true,
                              "products read their inputs rounded to bfloat16, accumulate in "
                              "float32; declares compute format bfloat16"));
+  c.push_back(clipping("clip-torch", Kind::variant, 1e-6f, Bug::none,
+                       "gradients clipped as torch.nn.utils.clip_grad_norm_ does: a norm per "
+                       "tensor, their norm, max_norm / (norm + 1e-6) clamped to 1; declares "
+                       "clipping with eps 1e-6"));
+  c.push_back(clipping("clip-optax", Kind::variant, 0.0f, Bug::none,
+                       "gradients clipped as optax.clip_by_global_norm does: the norm of every "
+                       "element, (g / norm) * max_norm where norm >= max_norm; declares "
+                       "clipping with eps 0"));
   {
     // The mean-of-shard-means mutant's step, declared for what it is right for: batches
     // that split evenly over the shards (a padding sampler).
@@ -297,6 +319,24 @@ std::vector<Entry> make_catalogue() {
                       "a fresh sum of 0 whatever initial_accumulator_value says (torch's "
                       "default where optax's 0.1 was declared)",
                       "not at initial_accumulator_value"));
+  c.push_back(clipping("clip-not-applied", Kind::mutant, 1e-6f, Bug::clip_not_applied,
+                       "declares clipping, never clips (clip_grad_norm_ called on a model "
+                       "whose gradients were already consumed, or its result discarded)"));
+  c.push_back(clipping("clip-local-shard-norm", Kind::mutant, 1e-6f, Bug::clip_local_shard_norm,
+                       "each shard clips its part of the gradients by the norm of that part "
+                       "alone (a norm of local tensors where the global norm belongs)"));
+  c.push_back(clipping("clip-per-parameter", Kind::mutant, 1e-6f, Bug::clip_per_parameter,
+                       "kernel and bias each clipped to max_norm by its own norm "
+                       "(clip_grad_norm_ called once per parameter)"));
+  c.push_back(clipping("clip-after-decay", Kind::mutant, 1e-6f, Bug::clip_after_decay,
+                       "weight decay added to the gradients before they are clipped, so the "
+                       "norm and the clip include it"));
+  c.push_back(clipping("clip-reported-gradients", Kind::mutant, 1e-6f, Bug::clip_reported_gradients,
+                       "reports the clipped gradients (what .grad holds after "
+                       "clip_grad_norm_) where the loss's gradients belong"));
+  c.push_back(clipping("clip-eps-swapped", Kind::mutant, 0.0f, Bug::clip_eps_swapped,
+                       "declares optax's clipping (eps 0), computes torch's max_norm / "
+                       "(norm + 1e-6)"));
   return c;
 }
 

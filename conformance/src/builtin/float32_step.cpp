@@ -2,6 +2,7 @@
 
 #include "adagrad_step.hpp"
 #include "adam_step.hpp"
+#include "clip_gradients.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstdint>
 #include <mutex>
 #include <random>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -413,10 +415,66 @@ reference::StepResult eigen_step(const reference::Case& c) {
   return out;
 }
 
+// The optimizer's outputs from the gradients in `out` (plain SGD and momentum here, Adam
+// and Adagrad by their own steps), as `recipe` computes them; no bug.
+void optimize(const reference::Case& c, const Recipe& recipe, reference::StepResult& out) {
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) return adam_step(c, recipe, out);
+  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad) return adagrad_step(c, recipe, out);
+  auto step = [&](const std::vector<float>& p, const std::vector<float>& g,
+                  const std::vector<float>& buffer, std::vector<float>& buffer_out) {
+    std::vector<float> next(p.size());
+    auto apply = [&](const auto& d) {
+      for (std::size_t i = 0; i < p.size(); ++i) {
+        using D = std::decay_t<decltype(d[i])>;
+        next[i] = static_cast<float>(recipe.fma_update ? std::fma(-D(c.lr), d[i], D(p[i]))
+                                                       : D(p[i]) - D(c.lr) * d[i]);
+      }
+    };
+    if (recipe.wide_state)
+      apply(direction<double>(c, p, g, buffer, buffer_out, Bug::none));
+    else
+      apply(direction<float>(c, p, g, buffer, buffer_out, Bug::none));
+    return next;
+  };
+  out.kernel = step(c.kernel, out.grad_kernel, c.momentum_kernel, out.momentum_kernel);
+  out.bias = step(c.bias, out.grad_bias, c.momentum_bias, out.momentum_bias);
+}
+
+// A step with clipping (docs/spec/step.md, "Gradient clipping"): the loss and its
+// gradients as without it, then the optimizer from the clipped gradients; the reported
+// gradients stay the loss's. A clipping bug as the recipe says.
+reference::StepResult clipped_step(const reference::Case& c, const Recipe& recipe,
+                                   reference::StepResult (*step)(const reference::Case&,
+                                                                 const Recipe&)) {
+  reference::Case plain = c;
+  plain.clip.reset();
+  Recipe correct = recipe;
+  if (clipping_bug(recipe.bug)) correct.bug = Bug::none;
+  reference::StepResult out = step(plain, correct);
+  const std::vector<float> grad_kernel = out.grad_kernel, grad_bias = out.grad_bias;
+  reference::Case stepped = c;
+  if (recipe.bug == Bug::clip_after_decay) {
+    // The decay in the gradient before clipping (as L2 in the loss would put it), the
+    // optimizer then decaying no more.
+    const float wd = c.optimizer.weight_decay;
+    for (std::size_t i = 0; i < out.grad_kernel.size(); ++i) out.grad_kernel[i] += wd * c.kernel[i];
+    for (std::size_t i = 0; i < out.grad_bias.size(); ++i) out.grad_bias[i] += wd * c.bias[i];
+    stepped.optimizer.weight_decay = 0.0f;
+  }
+  clip_gradients(c, recipe.bug, out.grad_kernel, out.grad_bias);
+  optimize(stepped, correct, out);
+  if (recipe.bug != Bug::clip_reported_gradients) {
+    out.grad_kernel = grad_kernel;
+    out.grad_bias = grad_bias;
+  }
+  return out;
+}
+
 }  // namespace
 
 reference::StepResult float32_step(const reference::Case& c, const Recipe& recipe) {
   c.validate();
+  if (c.clip) return clipped_step(c, recipe, float32_step);
   reference::StepResult out;
   if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) {
     out = eigen_step(c);

@@ -382,6 +382,11 @@ Frame encode_step(std::int64_t id, const reference::Case& c, ArrayEncoding array
     if (c.bias_group->weight_decay)
       j["bias_weight_decay"] = write(std::span<const float>(&*c.bias_group->weight_decay, 1));
   }
+  if (c.clip) {
+    // Sent only with clipping: its max_norm and the eps of the declared convention.
+    j["clip_max_norm"] = write(std::span<const float>(&c.clip->max_norm, 1));
+    j["clip_eps"] = write(std::span<const float>(&c.clip->eps, 1));
+  }
   for (const reference::InputArray& in : reference::input_arrays) {
     if (in.state && (c.*in.member).empty()) continue;  // fresh state: no buffer
     j[in.name] = write(c.*in.member);

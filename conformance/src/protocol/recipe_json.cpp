@@ -89,12 +89,30 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
           bad(field, "is not a parameter group's hyperparameter; known: lr, weight_decay");
       }
       r.bias_group = g;
+    } else if (key == "clipping") {
+      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      if (!value.contains("max_norm"))
+        bad("clipping.max_norm", "is missing (a value, or [lo, hi])");
+      if (!value.contains("eps"))
+        bad("clipping.eps", "is missing (torch's clip_grad_norm_ adds 1e-6, optax's 0)");
+      properties::DeclaredClipping clip;
+      for (const auto& [name, v] : value.items()) {
+        const std::string field = "clipping." + name;
+        if (name == "max_norm")
+          clip.max_norm = value_range(v, field);
+        else if (name == "eps")
+          clip.eps = nearest_float(v, field);
+        else
+          bad(field, "is not a clipping field; known: max_norm, eps");
+      }
+      r.clipping = clip;
     } else if (key == "even_batches") {
       if (!value.is_boolean()) bad(key, fmt::format("is not true or false: {}", show(value)));
       r.even_batches = value.get<bool>();
     } else {
       bad(key,
-          "is not a recipe field; known: optimizers, hyperparameters, even_batches, bias_group");
+          "is not a recipe field; known: optimizers, hyperparameters, even_batches, bias_group, "
+          "clipping");
     }
   }
   return r;
@@ -126,6 +144,12 @@ nlohmann::ordered_json encode_recipe(const properties::DeclaredRecipe& r) {
     if (r.bias_group->lr) g["lr"] = range_json(*r.bias_group->lr);
     if (r.bias_group->weight_decay) g["weight_decay"] = range_json(*r.bias_group->weight_decay);
     j["bias_group"] = std::move(g);
+  }
+  if (r.clipping) {
+    nlohmann::ordered_json clip = nlohmann::ordered_json::object();
+    clip["max_norm"] = range_json(r.clipping->max_norm);
+    clip["eps"] = shortest(r.clipping->eps);
+    j["clipping"] = std::move(clip);
   }
   return j;
 }

@@ -123,6 +123,11 @@ void compare_output(const ExpectedOutput& stored, const ExpectedOutput& oracle,
 
 Fixture derive_fixture(std::string name, std::string description, const reference::Case& inputs,
                        Provenance provenance, const reference::ErrorModel& arithmetic) {
+  // Its values lie in Q(sqrt(S)): fixture format version 2 holds no clipping.
+  if (inputs.clip)
+    throw std::invalid_argument(
+        "inputs.clip: a step with gradient clipping, which fixture format version 2 does not "
+        "hold");
   Fixture f;
   f.name = std::move(name);
   f.description = std::move(description);

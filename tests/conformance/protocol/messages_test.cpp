@@ -535,6 +535,38 @@ TEST(Messages, StepCarriesTheBiasGroup) {
   EXPECT_FALSE(k.contains("bias_lr"));
 }
 
+// Clipping: declared in the recipe (max_norm a value or a range, eps the convention's),
+// read back the same; each step then carries clip_max_norm and clip_eps, a step of a case
+// without clipping neither.
+TEST(Messages, HelloRecipeClipping) {
+  const properties::Declaration d =
+      decode_hello(hello_with(R"(,"recipe":{"clipping":{"max_norm":[0.5,2],"eps":1e-6}})"));
+  ASSERT_TRUE(d.recipe.clipping);
+  EXPECT_EQ(d.recipe.clipping->max_norm, (properties::ValueRange{0.5f, 2.0f}));
+  EXPECT_EQ(d.recipe.clipping->eps, 1e-6f);
+  EXPECT_EQ(decode_hello(encode_hello_reply(d)).recipe, d.recipe);
+  const properties::Declaration fixed =
+      decode_hello(hello_with(R"(,"recipe":{"clipping":{"max_norm":1,"eps":0}})"));
+  ASSERT_TRUE(fixed.recipe.clipping);
+  EXPECT_TRUE(fixed.recipe.clipping->max_norm.fixed());
+  EXPECT_EQ(fixed.recipe.clipping->eps, 0.0f);
+}
+
+TEST(Messages, StepCarriesTheClipping) {
+  reference::Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {1.0f};
+  c.bias = {2.0f};
+  c.x = {3.0f};
+  c.y = {4.0f};
+  c.lr = 0.5f;
+  EXPECT_EQ(encode_step(1, c).find("clip_"), std::string::npos);
+  c.clip = reference::Clipping{1.0f, 0.0f};
+  const auto j = nlohmann::json::parse(encode_step(1, c));
+  EXPECT_EQ(j.at("clip_max_norm"), "AACAPw==");
+  EXPECT_EQ(j.at("clip_eps"), "AAAAAA==");
+}
+
 TEST(Messages, HelloRecipeFaultsNameTheField) {
   const std::string mom = R"(,"momentum":{"nesterov":true})";
   const std::pair<std::string, std::string> faults[] = {
@@ -569,6 +601,23 @@ TEST(Messages, HelloRecipeFaultsNameTheField) {
       {R"("recipe":{"bias_group":{"weight_decay":0.1}})",
        "recipe.bias_group.weight_decay: is above 0, but momentum.weight_decay declares no "
        "convention"},
+      {R"("recipe":{"clipping":1})", "recipe.clipping: is not an object"},
+      {R"("recipe":{"clipping":{"eps":0}})", "recipe.clipping.max_norm: is missing"},
+      {R"("recipe":{"clipping":{"max_norm":1}})", "recipe.clipping.eps: is missing"},
+      {R"("recipe":{"clipping":{"max_norm":1,"eps":0,"norm_type":2}})",
+       "recipe.clipping.norm_type: is not a clipping field; known: max_norm, eps"},
+      {R"("recipe":{"clipping":{"max_norm":"1","eps":0}})",
+       "recipe.clipping.max_norm: is not a number"},
+      {R"("recipe":{"clipping":{"max_norm":0,"eps":0}})",
+       "recipe.clipping.max_norm: 0 must be a normal float32 > 0"},
+      {R"("recipe":{"clipping":{"max_norm":[2,1],"eps":0}})",
+       "recipe.clipping.max_norm: is an empty range"},
+      {R"("recipe":{"clipping":{"max_norm":1e39,"eps":0}})",
+       "recipe.clipping.max_norm: 1e+39 is not a finite float32"},
+      {R"("recipe":{"clipping":{"max_norm":1,"eps":-1e-6}})",
+       "recipe.clipping.eps: -9.99999997e-07 must be 0 or a finite normal float32 > 0"},
+      {R"("recipe":{"clipping":{"max_norm":1,"eps":[0,1]}})",
+       "recipe.clipping.eps: is not a number"},
   };
   for (const auto& [field, needle] : faults)
     expect_hello_error(hello_with(mom + "," + field), needle);

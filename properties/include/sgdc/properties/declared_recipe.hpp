@@ -39,6 +39,15 @@ struct DeclaredGroup {
   friend bool operator==(const DeclaredGroup&, const DeclaredGroup&) = default;
 };
 
+/// Global-norm gradient clipping before the optimizer, as torch's `clip_grad_norm_` and
+/// `optax.clip_by_global_norm` do it (docs/spec/protocol.md, "Gradient clipping"): where
+/// max_norm lies, and the eps the library adds to the norm (torch 1e-6, optax 0).
+struct DeclaredClipping {
+  ValueRange max_norm;
+  float eps = 0.0f;
+  friend bool operator==(const DeclaredClipping&, const DeclaredClipping&) = default;
+};
+
 /// A declared recipe (see the file comment).
 struct DeclaredRecipe {
   /// The optimizers the implementation runs; empty: plain SGD and every optimizer its
@@ -53,6 +62,9 @@ struct DeclaredRecipe {
   /// The bias's parameter group: every case drawn carries it (reference::Case::bias_group);
   /// none: the bias takes the kernel's hyperparameters, as without a recipe.
   std::optional<DeclaredGroup> bias_group;
+  /// Clipping: every case drawn carries it (reference::Case::clip); none: no clipping, as
+  /// without a recipe.
+  std::optional<DeclaredClipping> clipping;
 
   /// True when nothing is declared.
   bool empty() const;
@@ -84,6 +96,17 @@ DeclaredRecipe narrow(const DeclaredRecipe& declared, const DeclaredRecipe& aske
 /// that leaves nothing.
 std::optional<reference::ParamGroup> draw_group(std::mt19937_64& rng, const DeclaredGroup& group,
                                                 reference::Optimizer::Kind kind);
+
+/// The 2-norm of the loss's gradients of `c` (kernel and bias together), computed in
+/// double: for drawing max_norm and for reports, not for verdicts.
+double gradient_norm(const reference::Case& c);
+
+/// The clipping a case takes under `clipping`, drawn so that both of its branches come:
+/// with a range, max_norm between a tenth and ten times the norm of the case's gradients
+/// (as near as the range allows); with a fixed max_norm, in half the cases the targets `y`
+/// moved so that the gradients' norm is that much (their residuals scaled). In one case
+/// of four the gradients are first made tiny (a norm in [1e-6, 1e-3]), where eps counts.
+void draw_clipping(std::mt19937_64& rng, const DeclaredClipping& clipping, reference::Case& c);
 
 /// A value inside `range`: the value of a fixed one; else either end in one case of four
 /// each, otherwise log-uniform when lo > 0, uniform when lo = 0.

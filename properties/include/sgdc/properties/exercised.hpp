@@ -32,11 +32,13 @@ struct Exercised {
   /// Smallest and largest finite value drawn of each hyperparameter (indexed as
   /// reference::hyperparameters) over the cases whose optimizer takes it.
   std::array<std::optional<std::pair<float, float>>, reference::hyperparameters.size()> ranges{};
-  /// The same for the bias group's lr and weight decay, where a case has them.
-  std::array<std::optional<std::pair<float, float>>, 2> bias_group_ranges{};
+  /// The same for the bias group's lr and weight decay, where a case has them, and for
+  /// the clipping's max_norm.
+  std::array<std::optional<std::pair<float, float>>, 3> bias_group_ranges{};
 
   /// Every drawn range by the name reports give it, in report order: the
-  /// hyperparameters', then "bias_group.lr" and "bias_group.weight_decay".
+  /// hyperparameters', then "bias_group.lr", "bias_group.weight_decay" and
+  /// "clipping.max_norm".
   std::vector<std::pair<std::string, std::pair<float, float>>> drawn() const;
 
   void add(const reference::Case& c);

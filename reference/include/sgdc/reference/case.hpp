@@ -100,6 +100,17 @@ struct ParamGroup {
   friend bool operator==(const ParamGroup&, const ParamGroup&) = default;
 };
 
+/// Global-norm gradient clipping before the optimizer (docs/spec/step.md, "Gradient
+/// clipping"): the loss's gradients, kernel and bias together, scaled by
+/// min(1, max_norm / (norm + eps)), norm the 2-norm of them all. torch's
+/// `clip_grad_norm_` adds eps = 1e-6 (as a float32); `optax.clip_by_global_norm` is eps = 0.
+struct Clipping {
+  float max_norm = 0.0f;  ///< > 0 and finite
+  float eps = 0.0f;       ///< >= 0 and finite
+
+  friend bool operator==(const Clipping&, const Clipping&) = default;
+};
+
 /// One input of the step. Matrices are row-major float32.
 struct Case {
   int n = 0;                  ///< batch rows N
@@ -122,6 +133,8 @@ struct Case {
   std::vector<float> second_moment_kernel, second_moment_bias;
   /// The bias's parameter group; none: the bias takes the kernel's hyperparameters.
   std::optional<ParamGroup> bias_group;
+  /// Global-norm clipping of the gradients before the optimizer; none: no clipping.
+  std::optional<Clipping> clip;
 
   /// True for fresh optimizer state: no momentum buffer or moments yet.
   bool fresh_state() const {

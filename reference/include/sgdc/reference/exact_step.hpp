@@ -37,7 +37,9 @@ struct StepValues {
 };
 
 /// Evaluates the step in `Scalar`. Inputs must be finite (float32 values are exact in
-/// both scalar types); shapes are validated. With `Rational` every value is exact.
+/// both scalar types); shapes are validated. With `Rational` every value is exact; with
+/// clipping (Case::clip) the optimizer's outputs are irrational in general, so empty in
+/// rationals (the rounded step computes them in Q(sqrt S)).
 template <class Scalar>
 StepValues<Scalar> evaluate_step(const Case& c);
 

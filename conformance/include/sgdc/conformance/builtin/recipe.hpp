@@ -61,6 +61,12 @@ enum class Bug {
   adagrad_eps_swapped,              ///< Adagrad's eps on the other side of the square root
   adagrad_sum_reset_every_step,     ///< Adagrad's sum started afresh at every step
   adagrad_initial_value_ignored,    ///< a fresh sum of 0, not initial_accumulator_value
+  clip_not_applied,                 ///< clipping declared, the gradients never clipped
+  clip_local_shard_norm,            ///< each shard clipped by the norm of its own part
+  clip_per_parameter,               ///< kernel and bias each clipped by its own norm
+  clip_after_decay,                 ///< weight decay added to the gradients before clipping
+  clip_reported_gradients,          ///< the clipped gradients reported, not the loss's
+  clip_eps_swapped,                 ///< the other library's eps: 1e-6 for 0, and back
 };
 
 /// How a built-in computes Adam's update (docs/error-model.md, section 14).
