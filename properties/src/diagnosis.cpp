@@ -45,6 +45,55 @@ std::vector<double> scaled(const std::vector<double>& v, double a) {
   return out;
 }
 
+// The clip factor min(1, M / (norm + eps)) of gradients `g` (kernel then bias), in double.
+double clip_factor(const reference::Clipping& clip, const std::vector<double>& g) {
+  return std::min(1.0, double(clip.max_norm) / (norm(g) + double(clip.eps)));
+}
+
+// Gradients `g` (kernel [d][k] then bias [k]) as clipping with the case's max_norm and eps
+// scales them: all together (the step's), each tensor by its own norm, or each shard's
+// part (a chunk of output columns, as torch.chunk splits the weight's rows) by its own.
+enum class ClipScope { global, per_parameter, per_shard };
+std::vector<double> clipped(const Case& c, const std::vector<double>& g, ClipScope scope) {
+  const reference::Clipping& clip = *c.clip;
+  if (scope == ClipScope::global) return scaled(g, clip_factor(clip, g));
+  std::vector<double> out(g);
+  const std::size_t kernel = static_cast<std::size_t>(c.d) * c.k;
+  auto scale_where = [&](auto in_part) {
+    std::vector<double> part;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (in_part(i)) part.push_back(g[i]);
+    const double f = clip_factor(clip, part);
+    for (std::size_t i = 0; i < g.size(); ++i)
+      if (in_part(i)) out[i] = g[i] * f;
+  };
+  if (scope == ClipScope::per_parameter) {
+    scale_where([&](std::size_t i) { return i < kernel; });
+    scale_where([&](std::size_t i) { return i >= kernel; });
+    return out;
+  }
+  const int chunk = (c.k + c.num_shards - 1) / c.num_shards;
+  for (int first = 0; first < c.k; first += chunk)
+    scale_where([&](std::size_t i) {
+      const int column = static_cast<int>(i < kernel ? i % c.k : i - kernel);
+      return column >= first && column < first + chunk;
+    });
+  return out;
+}
+
+// `e` with the gradients the optimizer reads, the clipped ones, in place of the loss's.
+reference::Expectation stepped_gradients(const Case& c, const reference::Expectation& e) {
+  if (!c.clip) return e;
+  std::vector<double> g;
+  for (const auto* v : {&e.grad_kernel, &e.grad_bias})
+    for (const reference::Expected& x : *v) g.push_back(x.value);
+  const double f = clip_factor(*c.clip, g);
+  reference::Expectation out = e;
+  for (auto* v : {&out.grad_kernel, &out.grad_bias})
+    for (reference::Expected& x : *v) x.value *= f;
+  return out;
+}
+
 // Loss and gradients in double, over the rows [begin, end) and the first `cols` input
 // columns, normalised by `count` (N*K for the step itself).
 struct Step64 {
@@ -674,10 +723,11 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
                                         const reference::Expectation& e) {
   // With a NaN or an infinity in the case, only the optimizer state's own formula, from
   // finite gradients, state and parameters, says something.
-  if (reference::has_nonfinite_input(c)) return state_suspects(c, r, e);
+  if (reference::has_nonfinite_input(c)) return state_suspects(c, r, stepped_gradients(c, e));
   // The optimizer state, judged from the case's own: what a wrong state makes of the
-  // update (a NaN from a negative second moment included) follows from it.
-  const std::vector<std::string> state = state_suspects(c, r, e);
+  // update (a NaN from a negative second moment included) follows from it. With
+  // clipping, the optimizer reads the clipped gradients.
+  const std::vector<std::string> state = state_suspects(c, r, stepped_gradients(c, e));
   if (auto nan = zero_division(c, r, e); !nan.empty()) {
     if (!state.empty() && nan.size() == 1 && nan[0].starts_with("NaN from finite inputs:"))
       return state;
@@ -809,8 +859,11 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
     grads.got = joined(r.grad_kernel, r.grad_bias);
     grads.want = joined(e.grad_kernel, e.grad_bias);
   }
-  const std::vector<double> exact_grads =
+  const std::vector<double> loss_grads =
       concat(exact(e.grad_kernel), exact(e.grad_bias));  // kernel then bias
+  // The gradients the optimizer reads: the loss's, clipped where the case clips.
+  const std::vector<double> exact_grads =
+      c.clip ? clipped(c, loss_grads, ClipScope::global) : loss_grads;
   const std::vector<double> params = concat(values(c.kernel), values(c.bias));
   std::vector<Hypothesis> gradient_hypotheses;
   for (const auto& [a, text] : factors)
@@ -831,6 +884,11 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
            return out;
          }});
   }
+  if (c.clip && clip_factor(*c.clip, loss_grads) < 1.0)
+    gradient_hypotheses.push_back(
+        {"are the clipped gradients, where the loss's belong: read after clip_grad_norm_ "
+         "scaled .grad in place (read them before it, as backward leaves them)",
+         [&exact_grads] { return exact_grads; }});
   // Scaled alike in every element by a factor no bug above makes: as clipping to a global
   // norm scales them (the norm over every parameter's gradient brought down to max_norm).
   // Values of a narrower format, each within one of its units of the exact value, are
@@ -892,6 +950,55 @@ std::vector<std::string> suspected_bugs(const Case& c, const reference::StepResu
   // Parameter groups first: a bias stepped without its decay leaves it unchanged where
   // its gradient vanishes, which a missing update would explain too, less exactly.
   std::vector<Hypothesis> group_hypotheses;
+  // Clipping declared, done otherwise: not at all, per parameter, per shard, or over the
+  // gradients with the weight decay already in them.
+  if (c.clip) {
+    group_hypotheses.push_back(
+        {"matches the step without clipping: the declared clipping is not applied "
+         "(clip_grad_norm_ missing, called after optimizer.step(), or on other parameters)",
+         [&c, &loss_grads] { return optimizer_change(c, loss_grads); }});
+    group_hypotheses.push_back(
+        {"matches the kernel and the bias each clipped to max_norm by its own norm "
+         "(clip_grad_norm_ called per parameter), where one norm over every parameter's "
+         "gradient belongs",
+         [&c, &loss_grads] {
+           return optimizer_change(c, clipped(c, loss_grads, ClipScope::per_parameter));
+         }});
+    if (c.num_shards > 1 && c.k > 1)
+      group_hypotheses.push_back(
+          {fmt::format("matches each of the {} shards' part of the gradients clipped by its "
+                       "own norm: the norm of each rank's local shards, where the global norm "
+                       "over every shard belongs",
+                       c.num_shards),
+           [&c, &loss_grads] {
+             return optimizer_change(c, clipped(c, loss_grads, ClipScope::per_shard));
+           }});
+    {
+      Case other = c;
+      other.clip->eps = c.clip->eps == 0.0f ? 1e-6f : 0.0f;
+      group_hypotheses.push_back(
+          {c.clip->eps == 0.0f
+               ? "matches the clip factor max_norm / (norm + 1e-6), torch's clip_grad_norm_, "
+                 "where optax's clip_by_global_norm (eps 0) is declared"
+               : "matches the clip factor max_norm / norm, optax's clip_by_global_norm, where "
+                 "torch's clip_grad_norm_ (eps 1e-6) is declared",
+           [&c, &loss_grads, other] {
+             return optimizer_change(c, clipped(other, loss_grads, ClipScope::global));
+           }});
+    }
+    if (!plain_sgd && o.weight_decay != 0.0f)
+      group_hypotheses.push_back(
+          {"matches the weight decay added to the gradients before they are clipped (the "
+           "norm and the clip include wd*p), where clipping reads the loss's gradients and "
+           "the optimizer decays after it",
+           [&c, &loss_grads, &params, wd = double(o.weight_decay)] {
+             std::vector<double> g(loss_grads);
+             for (std::size_t i = 0; i < g.size() && i < params.size(); ++i) g[i] += wd * params[i];
+             Case undecayed = c;
+             undecayed.optimizer.weight_decay = 0.0f;
+             return optimizer_change(undecayed, clipped(c, g, ClipScope::global));
+           }});
+  }
   // Parameter groups: the bias without decay where it decays, or with the kernel's
   // hyperparameters where its group gives it its own.
   if (const reference::Case bias = reference::bias_group_case(c);

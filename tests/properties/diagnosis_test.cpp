@@ -71,7 +71,10 @@ INSTANTIATE_TEST_SUITE_P(
         Named{"adagrad-eps-swapped", "accuracy"}, Named{"adagrad-sum-reset-every-step", "accuracy"},
         Named{"adagrad-initial-value-ignored", "accuracy"},
         Named{"fresh-buffer-every-step", "accuracy"},
-        Named{"dampening-on-first-step", "special_values"}),
+        Named{"dampening-on-first-step", "special_values"}, Named{"clip-not-applied", "accuracy"},
+        Named{"clip-local-shard-norm", "accuracy"}, Named{"clip-per-parameter", "accuracy"},
+        Named{"clip-after-decay", "accuracy"}, Named{"clip-reported-gradients", "accuracy"},
+        Named{"clip-eps-swapped", "accuracy"}),
     [](const testing::TestParamInfo<Named>& i) {
       std::string s = i.param.mutant;
       for (char& ch : s)

@@ -3,7 +3,7 @@
 served by the kit's FSDP2 harness (`sgdc_adapter.torch.serve_fsdp2`: the rank world,
 loading each case into the ranks' shards and reading them back; docs/sharded.md).
 
-    conformance/python/run-adapter conformance/python/adapters/torch_fsdp2_step.py [--mutant NAME] [--even-batches]
+    conformance/python/run-adapter conformance/python/adapters/torch_fsdp2_step.py [--mutant NAME] [--even-batches] [--clip]
 
 The user's part is below: an nn.Linear, one `fully_shard` that sums the ranks'
 gradients, torch.optim's SGD, Adam or AdamW (the kit's default optimizer_fn) and the
@@ -27,6 +27,17 @@ Mutants (--mutant, each a bug a user of FSDP2 could write; the suite must reject
                        replica does): numbers right, state not sharded, and the layout
                        says so
 
+  clip_local_shard_norm
+                       (with --clip's declaration) each rank clips its own shards of the
+                       gradients by their norm alone, `torch.linalg.vector_norm` of the
+                       local tensors, where clip_grad_norm_'s norm over the DTensors
+                       is the global one
+
+--clip calls `torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)` between the
+backward and the optimizer's step, on FSDP2's sharded DTensor gradients, and declares it:
+the recipe's clipping with max_norm MAX_NORM and torch's eps, 1e-6 (docs/spec/step.md,
+"Gradient clipping").
+
 --even-batches declares the recipe's even batches (N always a multiple of num_shards, as a
 padding DistributedSampler guarantees). Under it per_rank_mse_loss is the batch's mean and
 conforms; undeclared it is rejected.
@@ -45,7 +56,8 @@ if __name__ != "__main__":  # only the ranks (which import this file) run torch
     import torch.distributed.fsdp as fsdp
     import torch.nn.functional as F
 MUTANTS = ("mean_of_shard_means", "missing_average", "reduce_dtype_bf16", "drop_remainder_rows",
-           "per_rank_mse_loss", "replicated_state")
+           "per_rank_mse_loss", "replicated_state", "clip_local_shard_norm")
+MAX_NORM = 1.0  # --clip's max_norm
 
 
 def model_fn(d: int, k: int) -> Any:
@@ -127,21 +139,61 @@ def drop_remainder_rows(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
     return loss
 
 
+def summed_loss_backward(model: Any, x: Any, y: Any) -> Any:
+    """The kit's default step up to its backward (each rank's sum of squares over the
+    whole batch's count, all-reduced): returns the whole batch's loss."""
+    squares = ((model(x) - y) ** 2).sum()
+    totals = torch.stack([squares.detach(), torch.tensor(float(y.numel()))])
+    dist.all_reduce(totals, group=model.weight.device_mesh.get_group())
+    (squares / totals[1]).backward()
+    return totals[0] / totals[1]
+
+
+def clipped(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    optimizer.zero_grad()
+    loss = summed_loss_backward(model, x, y)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)  # the DTensors' global norm
+    optimizer.step()
+    return loss
+
+
+def clip_local_shard_norm(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    optimizer.zero_grad()
+    loss = summed_loss_backward(model, x, y)
+    local = [p.grad.to_local() for p in model.parameters()]  # this rank's shards alone
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in local]))
+    factor = torch.clamp(MAX_NORM / (norm + 1e-6), max=1.0)
+    for g in local:
+        g.mul_(factor)
+    optimizer.step()
+    return loss
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one FSDP2 usage bug")
     parser.add_argument("--even-batches", action="store_true",
                         help="declare that N is always a multiple of num_shards")
+    parser.add_argument("--clip", action="store_true",
+                        help=f"clip_grad_norm_ to {MAX_NORM} before the step, declared")
     args = parser.parse_args()
     mutant = args.mutant
     parallelize = {"reduce_dtype_bf16": bf16_reduction, "replicated_state": replicate,
                    "per_rank_mse_loss": averaged}
     train = {"mean_of_shard_means": mean_of_shard_means, "missing_average": missing_average,
-             "drop_remainder_rows": drop_remainder_rows, "per_rank_mse_loss": per_rank_mse_loss}
+             "drop_remainder_rows": drop_remainder_rows, "per_rank_mse_loss": per_rank_mse_loss,
+             "clip_local_shard_norm": clip_local_shard_norm}
+    clip = args.clip or mutant == "clip_local_shard_norm"
+    recipe: dict[str, Any] = {}
+    if args.even_batches:
+        recipe["even_batches"] = True
+    if clip:
+        recipe["clipping"] = {"max_norm": MAX_NORM, "eps": 1e-6}
+    name = "torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}"
     sgdc_adapter.torch.serve_fsdp2(
-        model_fn, parallelize.get(mutant, parallelize_fn), train_step=train.get(mutant),
-        name="torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}",
-        **({"recipe": {"even_batches": True}} if args.even_batches else {}))
+        model_fn, parallelize.get(mutant, parallelize_fn),
+        train_step=train.get(mutant, clipped if clip else None),
+        name=name + ("-clip" if args.clip else ""), **({"recipe": recipe} if recipe else {}))
 
 
 if __name__ == "__main__":

@@ -93,3 +93,23 @@ def test_a_step_that_reads_the_group_conforms_over_ranges(sgdc: Any) -> None:
     assert result.verdict == "conformant", result.text
     with pytest.raises(pytest.fail.Exception, match="parameter group is not applied"):
         check(sgdc, adam_step, recipe=recipe)
+
+
+def test_the_step_message_carries_the_clipping() -> None:
+    msg = step_message(make_case(2, 1, 1), 0)[0]
+    case = sgdc_adapter.parse_case({**msg, "clip_max_norm": enc([1.0]), "clip_eps": enc([0.0])})
+    assert case.clip_max_norm == F32(1) and case.clip_eps == F32(0)
+    assert "clip(max_norm=1.0, eps=0.0)" in repr(case)
+    assert sgdc_adapter.parse_case(msg).clip_max_norm is None
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"clip_max_norm": [1.0]}, "a clipped step carries both"),
+    ({"clip_eps": [0.0]}, "a clipped step carries both"),
+    ({"clip_max_norm": [0.0], "clip_eps": [0.0]}, "clip_max_norm: must be finite and > 0"),
+    ({"clip_max_norm": [1.0], "clip_eps": [-1.0]}, "clip_eps: must be finite and >= 0"),
+    ({"clip_max_norm": [1.0, 2.0], "clip_eps": [0.0]}, "clip_max_norm")])
+def test_bad_clipping_fields_are_named(fields: dict[str, list[float]], message: str) -> None:
+    msg = step_message(make_case(2, 1, 1), 0)[0]
+    with pytest.raises(sgdc_adapter.RejectCase, match=message):
+        sgdc_adapter.parse_case({**msg, **{k: enc(v) for k, v in fields.items()}})

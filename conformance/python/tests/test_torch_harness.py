@@ -217,3 +217,47 @@ def test_the_bias_group_takes_the_cases_lr() -> None:
     g = out["grad_bias"]
     expected = case.bias - F32(0.25) * g  # a fresh buffer is the (undecayed) gradient
     assert np.allclose(out["bias"], expected, rtol=1e-6, atol=0)
+
+
+def clipped_step(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss
+
+
+def test_a_clipped_step_reports_the_gradients_backward_left() -> None:
+    # The worked example's gradients are 5 and 3, norm sqrt(34): clipped to 1, the update
+    # reads them times 1 / (sqrt(34) + 1e-6), and the reported ones stay 5 and 3.
+    msg = step_message(WORKED, 1)[0]
+    clipped = sgdc_adapter.parse_case({**msg, "clip_max_norm": sgdc_adapter.encode(
+        np.array([1.0], np.float32)), "clip_eps": sgdc_adapter.encode(np.array([1e-6], np.float32))})
+    out = TorchHarness(linear, train_step=clipped_step)(clipped)
+    assert out["grad_kernel"].tolist() == [[5.0]] and out["grad_bias"].tolist() == [3.0]
+    factor = 1.0 / (np.sqrt(34.0) + 1e-6)
+    assert abs(float(out["kernel"][0][0]) - (1.0 - 0.1 * 5.0 * factor)) < 1e-6
+    # Unclipped, the same step reports .grad as step() starts with it: clipped.
+    plain = TorchHarness(linear, train_step=clipped_step)(parsed(WORKED))
+    assert abs(float(plain["grad_kernel"][0][0]) - 5.0 * factor) < 1e-6
+
+
+# Declared and clipping: conformant; clipping undeclared, or declared but not clipping:
+# rejected, the report naming which.
+@pytest.mark.parametrize("train_step, recipe, verdict, named", [
+    (clipped_step, {"clipping": {"max_norm": 1.0, "eps": 1e-6}}, "conformant", None),
+    (clipped_step, None, "not_conformant", "scaled as clipping to a global norm"),
+    (None, {"clipping": {"max_norm": 1.0, "eps": 1e-6}}, "not_conformant",
+     "the declared clipping is not applied")])
+def test_clipping_conforms_only_as_declared(sgdc: Any, train_step: Any, recipe: Any,
+                                            verdict: str, named: str | None) -> None:
+    torch.set_num_threads(1)
+    declarations = dict(sgdc_adapter.torch.DECLARATIONS)
+    if recipe is not None:
+        declarations["recipe"] = recipe
+    result = sgdc.run(TorchHarness(linear, train_step=train_step), name="torch-clip",
+                      cases=20, properties=("accuracy",), **declarations)
+    assert result.verdict == verdict, result.text
+    if named is not None:
+        assert named in result.text, result.text

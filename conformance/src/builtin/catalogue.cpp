@@ -321,22 +321,28 @@ std::vector<Entry> make_catalogue() {
                       "not at initial_accumulator_value"));
   c.push_back(clipping("clip-not-applied", Kind::mutant, 1e-6f, Bug::clip_not_applied,
                        "declares clipping, never clips (clip_grad_norm_ called on a model "
-                       "whose gradients were already consumed, or its result discarded)"));
+                       "whose gradients were already consumed, or its result discarded)",
+                       "declared clipping is not applied"));
   c.push_back(clipping("clip-local-shard-norm", Kind::mutant, 1e-6f, Bug::clip_local_shard_norm,
                        "each shard clips its part of the gradients by the norm of that part "
-                       "alone (a norm of local tensors where the global norm belongs)"));
+                       "alone (a norm of local tensors where the global norm belongs)",
+                       "the norm of each rank's local shards"));
   c.push_back(clipping("clip-per-parameter", Kind::mutant, 1e-6f, Bug::clip_per_parameter,
                        "kernel and bias each clipped to max_norm by its own norm "
-                       "(clip_grad_norm_ called once per parameter)"));
+                       "(clip_grad_norm_ called once per parameter)",
+                       "each clipped to max_norm by its own norm"));
   c.push_back(clipping("clip-after-decay", Kind::mutant, 1e-6f, Bug::clip_after_decay,
                        "weight decay added to the gradients before they are clipped, so the "
-                       "norm and the clip include it"));
+                       "norm and the clip include it",
+                       "weight decay added to the gradients before they are clipped"));
   c.push_back(clipping("clip-reported-gradients", Kind::mutant, 1e-6f, Bug::clip_reported_gradients,
                        "reports the clipped gradients (what .grad holds after "
-                       "clip_grad_norm_) where the loss's gradients belong"));
+                       "clip_grad_norm_) where the loss's gradients belong",
+                       "are the clipped gradients"));
   c.push_back(clipping("clip-eps-swapped", Kind::mutant, 0.0f, Bug::clip_eps_swapped,
                        "declares optax's clipping (eps 0), computes torch's max_norm / "
-                       "(norm + 1e-6)"));
+                       "(norm + 1e-6)",
+                       "where optax's clip_by_global_norm (eps 0) is declared"));
   return c;
 }
 

@@ -130,7 +130,12 @@ class Case:
     `bias_lr` and `bias_weight_decay` (numpy float32 scalars, or None) are the bias's
     own learning rate and weight decay when the adapter declares a parameter group for
     it (recipe "bias_group"); None: the bias takes `lr` and the optimizer's
-    weight_decay. `for_bias()` is the case the bias's group sees."""
+    weight_decay. `for_bias()` is the case the bias's group sees.
+
+    `clip_max_norm` and `clip_eps` (numpy float32 scalars, or None) are the global-norm
+    gradient clipping the adapter declares (recipe "clipping"): the optimizer reads the
+    gradients times min(1, clip_max_norm / (norm + clip_eps)), norm over every gradient
+    element; the gradients reported stay the loss's. None: no clipping."""
 
     n: int
     d: int
@@ -149,6 +154,8 @@ class Case:
     second_moment_bias: Float32Array | None = None
     bias_lr: np.float32 | None = None
     bias_weight_decay: np.float32 | None = None
+    clip_max_norm: np.float32 | None = None
+    clip_eps: np.float32 | None = None
 
     def for_bias(self) -> Case:
         """This case with the bias group's lr and weight decay in place of the kernel's
@@ -186,6 +193,8 @@ class Case:
         if self.bias_lr is not None or self.bias_weight_decay is not None:
             more += (f", bias_group(lr={self.bias_lr!s}, "
                      f"weight_decay={self.bias_weight_decay!s})")
+        if self.clip_max_norm is not None:
+            more += f", clip(max_norm={self.clip_max_norm!s}, eps={self.clip_eps!s})"
         return (f"Case(n={self.n}, d={self.d}, k={self.k}, num_shards={self.num_shards}, "
                 f"step={self.step}{more})")
 
@@ -260,6 +269,15 @@ def parse_case(msg: Mapping[str, Any], payload: bytearray | None = None) -> Case
     )
     if "bias_lr" in msg:
         case.bias_lr = array("bias_lr", 1)[0]
+    if ("clip_max_norm" in msg) != ("clip_eps" in msg):
+        raise RejectCase("clip_max_norm and clip_eps: a clipped step carries both")
+    if "clip_max_norm" in msg:
+        case.clip_max_norm = array("clip_max_norm", 1)[0]
+        case.clip_eps = array("clip_eps", 1)[0]
+        if not (np.isfinite(case.clip_max_norm) and case.clip_max_norm > 0):
+            raise RejectCase(f"clip_max_norm: must be finite and > 0, got {case.clip_max_norm}")
+        if not (np.isfinite(case.clip_eps) and case.clip_eps >= 0):
+            raise RejectCase(f"clip_eps: must be finite and >= 0, got {case.clip_eps}")
     kind = msg.get("optimizer", "sgd")
     if "bias_weight_decay" in msg:
         if kind == "sgd":

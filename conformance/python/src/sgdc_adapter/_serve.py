@@ -305,13 +305,14 @@ class Declarations(TypedDict, total=False):
     recipe: Mapping[str, Any] | None
 
 
-RECIPE_FIELDS = ("optimizers", "hyperparameters", "even_batches", "bias_group")
+RECIPE_FIELDS = ("optimizers", "hyperparameters", "even_batches", "bias_group", "clipping")
 
 
 def recipe_declaration(recipe: Mapping[str, Any]) -> dict[str, Any]:
     """The hello's "recipe" (docs/spec/protocol.md, "The declared recipe"): the optimizers
     run, a value or [lo, hi] per hyperparameter, even batches, the bias's parameter group
-    ({"weight_decay": 0} for no decay on biases). Its fields are checked
+    ({"weight_decay": 0} for no decay on biases), global-norm clipping ({"max_norm": 1.0,
+    "eps": 1e-6} for torch's clip_grad_norm_, "eps": 0 for optax's). Its fields are checked
     here; their values by the suite, whose handshake error names a bad one."""
     if not isinstance(recipe, Mapping):
         raise ValueError(f"recipe must be a mapping, got {recipe!r}")
@@ -324,7 +325,7 @@ def recipe_declaration(recipe: Mapping[str, Any]) -> dict[str, Any]:
         return {str(k): [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
                 for k, v in dict(table).items()}
 
-    for key in ("hyperparameters", "bias_group"):
+    for key in ("hyperparameters", "bias_group", "clipping"):
         if key in out:
             out[key] = values(out[key])
     if "optimizers" in out:

@@ -124,7 +124,7 @@ class TorchHarness:
         model, linear = self.model(case.d, case.k)
         optimizer, capture = self.optimizer(case)
         before = {name: torch.from_numpy(v) for name, v in load_case(linear, optimizer, case).items()}
-        capture.arm()
+        capture.arm(after_backward=case.clip_max_norm is not None)
         loss = self.train_step(model, optimizer, torch.from_numpy(case.x),
                                torch.from_numpy(case.y))
         params = linear_parameters(linear)

@@ -179,7 +179,7 @@ class Fsdp2Rank:
         group = self.meshes[shards].get_group()
         if counting:
             dist.barrier(group=group)  # outside the counted step
-        capture.arm()
+        capture.arm(after_backward=case.clip_max_norm is not None)
         _case_group[0] = group
         if counting:
             with torch.profiler.profile() as profile:

@@ -200,13 +200,29 @@ def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer,
 class GradientCapture:
     """The Linear's gradients as they stand when `optimizer.step()` starts (a step
     pre-hook, registered once per optimizer): `arm()` before the train step, `take()`
-    after it."""
+    after it.
+
+    With clipping (`arm(after_backward=True)`), the gradients as backward left them
+    instead: the last value a post-accumulate-grad hook saw (eager autograd fires it as it
+    accumulates `.grad`; FSDP2 fires it on the sharded parameter once its reduce-scatter
+    has set `.grad`). `clip_grad_norm_` then scales `.grad` in place before `step()`, and
+    the step's reported gradients are the loss's (docs/spec/step.md, "Gradient
+    clipping")."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, linear: torch.nn.Linear) -> None:
         self.params = linear_parameters(linear)
         self.grads: dict[str, torch.Tensor] | None = None
+        self.backward: dict[str, torch.Tensor] = {}
+        self.after_backward = False
         self.calls = 0
         optimizer.register_step_pre_hook(self._hook)
+        for name, p in self.params.items():
+            p.register_post_accumulate_grad_hook(
+                lambda param, name=name: self._accumulated(name, param))
+
+    def _accumulated(self, name: str, param: torch.Tensor) -> None:
+        if self.after_backward and param.grad is not None:
+            self.backward[name] = param.grad.detach().clone()
 
     def _hook(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self.calls += 1
@@ -215,11 +231,18 @@ class GradientCapture:
             if p.grad is None:
                 raise RejectCase(f"optimizer.step() ran with no gradient on the Linear's "
                                  f"{name}: train_step must call loss.backward() first")
-            grads[name] = p.grad.detach().clone()
+            if self.after_backward:
+                if name not in self.backward:
+                    raise RejectCase(f"the Linear's {name} got no gradient from backward in "
+                                     f"this train step")
+                grads[name] = self.backward[name]
+            else:
+                grads[name] = p.grad.detach().clone()
         self.grads = grads
 
-    def arm(self) -> None:
-        self.calls, self.grads = 0, None
+    def arm(self, after_backward: bool = False) -> None:
+        self.calls, self.grads, self.backward = 0, None, {}
+        self.after_backward = after_backward
 
     def take(self) -> dict[str, torch.Tensor]:
         """The gradients of the one optimizer.step() since `arm()`; RejectCase otherwise."""
