@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "adam_update.hpp"
@@ -407,6 +408,151 @@ void evaluate_outputs(const Case& c, const std::vector<Approx>& residual, int th
   }
 }
 
+// Whether every value of `a` is 0 or of magnitude in [2^-350, 2^350], as section 15's
+// products need (their halves' products exact, their low parts far from underflow).
+bool in_product_range(const Approx& a) {
+  if (!std::isfinite(a.hi) || !std::isfinite(a.lo) || !std::isfinite(a.err)) return false;
+  const double m = std::abs(a.hi);
+  return (m == 0.0 && a.lo == 0.0) || (m >= 0x1p-350 && m <= 0x1p350);
+}
+
+// (C) The clip factor from the gradients' enclosures (docs/error-model.md, section 17):
+// S = sum g^2, sqrt(S) + eps, then whether M lies below it. None where the factor is 1
+// (M >= sqrt(S) + eps); the enclosure of M / (sqrt(S) + eps) where it is below 1; false
+// where the enclosures do not tell (the exact path decides then).
+template <Tracking T>
+std::optional<std::optional<Approx>> clip_factor(const Clipping& clip,
+                                                 const std::vector<Approx>& grads) {
+  double_word::Accumulator<T> squares;
+  for (const Approx& g : grads) squares.add_square(g);
+  Approx sum = squares.result();
+  sum.err += double_word::underflow_slack;
+  const std::optional<Approx> root = double_word::square_root(sum);
+  if (!root) return std::nullopt;
+  double_word::Accumulator<Tracking::a_priori> denominator;
+  denominator.add(*root);
+  denominator.add_exact(clip.eps);
+  Approx den = denominator.result();
+  den.err += double_word::underflow_slack;
+  // den - M = s + t + den.lo within den.err; the sum of the three rounded once more.
+  const Pair st = double_word::two_sum(den.hi, -static_cast<double>(clip.max_norm));
+  const double rest = st.lo + den.lo;
+  const double above = st.hi + rest;
+  const double margin =
+      (den.err + 4.0 * double_word::u * (std::abs(st.hi) + std::abs(st.lo) + std::abs(den.lo))) *
+      double_word::bound_slack;
+  if (above < -margin) return std::optional<Approx>{};  // M > sqrt(S) + eps: unclipped
+  if (!(above > margin)) return std::nullopt;           // too near M to tell
+  const std::optional<Approx> factor = double_word::quotient(Approx{clip.max_norm, 0.0, 0.0}, den);
+  if (!factor || !in_product_range(*factor)) return std::nullopt;
+  return std::optional<Approx>{*factor};
+}
+
+// A clipped case's outputs (Case::clip): every gradient enclosed first (their norm needs
+// them all), rounded as reported, then the optimizer element by element from the clipped
+// ones, factor times gradient, as the unclipped step's stateful path does. False where
+// the factor's branch is not decided; what cannot be certified is listed in `missing`.
+template <Tracking T>
+bool evaluate_clipped_outputs(const Case& c, const std::vector<Approx>& residual, int threads,
+                              RoundedStep& s, Missing& missing) {
+  using Accumulator = double_word::Accumulator<T>;
+  const int n = c.n, d = c.d, k = c.k;
+  const double count = static_cast<double>(n) * k;
+  for (Output o : all_outputs) missing[o].clear();
+  const FromSums<T> from(c);
+  Accumulator squares;
+  for (const Approx& r : residual) squares.add_square(r);
+  s.loss.assign(1, {});
+  round_value(double_word::divide(squares.result(), count), s.loss[0], missing.loss, 0);
+
+  // (G) every gradient, the bias's then the kernel's, kept.
+  const std::size_t dk = static_cast<std::size_t>(d) * k;
+  std::vector<Approx> grads(dk + static_cast<std::size_t>(k));
+  {
+    std::vector<Accumulator> s_bias(static_cast<std::size_t>(k));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < k; ++j) s_bias[j].add(residual[static_cast<std::size_t>(i) * k + j]);
+    for (int j = 0; j < k; ++j) grads[dk + j] = from.gradient(s_bias[j].result());
+  }
+  std::optional<SplitResiduals> split;
+  std::vector<Pair> halves;
+  if constexpr (T == Tracking::a_priori) {
+    split.emplace(residual);
+  } else {
+    halves.resize(residual.size());
+    for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = double_word::split(residual[i].hi);
+  }
+  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t) {
+    const std::size_t first = static_cast<std::size_t>(l) * k + begin;
+    if constexpr (T == Tracking::a_priori) {
+      TileEnclosures sums;
+      fast_gradient_sums(c, *split, l, begin, end, sums);
+      for (int j = 0; j < end - begin; ++j) grads[first + j] = from.gradient(sums[j]);
+    } else {
+      Approx sums[tile_columns];
+      exact_gradient_sums(c, halves, residual, l, begin, end, sums);
+      for (int j = 0; j < end - begin; ++j) grads[first + j] = from.gradient(sums[j]);
+    }
+  });
+  s.grad_kernel.resize(dk);
+  s.grad_bias.resize(static_cast<std::size_t>(k));
+  for (std::size_t e = 0; e < dk; ++e)
+    round_value(grads[e], s.grad_kernel[e], missing.grad_kernel, e);
+  for (int j = 0; j < k; ++j) round_value(grads[dk + j], s.grad_bias[j], missing.grad_bias, j);
+
+  // (C) the factor, and the gradients the optimizer reads.
+  for (const Approx& g : grads)
+    if (!in_product_range(g)) return false;
+  const auto factor = clip_factor<T>(*c.clip, grads);
+  if (!factor) return false;
+  if (*factor)
+    for (Approx& g : grads) g = double_word::product(**factor, g);
+
+  // (O), (A) element by element.
+  const OptimizerInfo& kept = info(c.optimizer.kind);
+  const bool is_adam = kept.second_moment;
+  const OptimizerStep<T> optimizer(c);
+  std::optional<AdamUpdate> adam;
+  if (is_adam) adam.emplace(c);
+  s.kernel.resize(dk);
+  s.bias.resize(static_cast<std::size_t>(k));
+  s.momentum_kernel.resize(kept.buffer ? dk : 0);
+  s.momentum_bias.resize(kept.buffer ? static_cast<std::size_t>(k) : 0);
+  s.second_moment_kernel.resize(kept.second_moment ? dk : 0);
+  s.second_moment_bias.resize(kept.second_moment ? static_cast<std::size_t>(k) : 0);
+  const bool fresh = c.fresh_state();
+  auto step = [&](bool bias, std::size_t e, Missing& m) {
+    const Approx& g = grads[bias ? dk + e : e];
+    const std::vector<float>& p = bias ? c.bias : c.kernel;
+    const Output param = bias ? Output::bias : Output::kernel;
+    const Output buffer = bias ? Output::momentum_bias : Output::momentum_kernel;
+    const Output second = bias ? Output::second_moment_bias : Output::second_moment_kernel;
+    if (is_adam) {
+      round_adam(*adam, c, p[e], bias ? c.momentum_bias : c.momentum_kernel,
+                 bias ? c.second_moment_bias : c.second_moment_kernel, e, g, s[param][e],
+                 kept.buffer ? &s[buffer][e] : nullptr, s[second][e], m, param, buffer, second);
+      return;
+    }
+    // Plain SGD is the momentum step's fresh path with no buffer kept: p - lr g.
+    const std::vector<float>& before = bias ? c.momentum_bias : c.momentum_kernel;
+    const OptimizerUpdate u = optimizer(p[e], fresh ? 0.0f : before[e], g);
+    round_value(u.param, s[param][e], m[param], e);
+    if (kept.buffer) round_value(u.buffer, s[buffer][e], m[buffer], e);
+  };
+  for (int j = 0; j < k; ++j) step(true, static_cast<std::size_t>(j), missing);
+  std::vector<Missing> parts(static_cast<std::size_t>(threads));
+  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t part) {
+    for (int j = begin; j < end; ++j) step(false, static_cast<std::size_t>(l) * k + j, parts[part]);
+  });
+  for (const Missing& m : parts) {
+    for (Output o : {Output::kernel, Output::momentum_kernel, Output::second_moment_kernel})
+      missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
+    missing.adam_elements += m.adam_elements;
+    missing.adam_by_mpfr += m.adam_by_mpfr;
+  }
+  return true;
+}
+
 // Replaces the values no pass could certify by the exact step's.
 void fill_from_exact(const Missing& missing, const RoundedStep& exact, RoundedStep& s) {
   for (const std::size_t i : missing.residual) s.residual[i] = exact.residual[i];
@@ -422,9 +568,7 @@ RoundedStep certified_step(const Case& c) {
 
   RoundedStep s;
   bool refined = false;
-  // Clipping's factor is not enclosed in double words yet: a clipped case goes to the
-  // exact path whole (docs/error-model.md, section 17).
-  if (!within_analysed_sizes(c) || c.clip) {
+  if (!within_analysed_sizes(c)) {
     s = round_exact_step(c);
   } else {
     // Ziv's strategy: the fast enclosures first; where one cannot be certified, the
@@ -439,12 +583,26 @@ RoundedStep certified_step(const Case& c) {
       s.residual[i] = v.value_or(0.0);
       if (!v) missing.residual.push_back(i);
     }
-    evaluate_outputs<Tracking::a_priori>(c, residual, threads, s, missing);
-    if (missing.count() > 0) {
+    // With clipping, a pass whose enclosures cannot tell whether the factor is below 1
+    // leaves the whole case to the exact path.
+    bool decided = true;
+    auto pass = [&](auto tracking) {
+      constexpr Tracking T = decltype(tracking)::value;
+      if (!c.clip) {
+        evaluate_outputs<T>(c, residual, threads, s, missing);
+      } else if (!evaluate_clipped_outputs<T>(c, residual, threads, s, missing)) {
+        decided = false;
+      }
+    };
+    pass(std::integral_constant<Tracking, Tracking::a_priori>{});
+    if (missing.count() > 0 || !decided) {
       refined = true;
-      evaluate_outputs<Tracking::exact_errors>(c, residual, threads, s, missing);
+      decided = true;
+      pass(std::integral_constant<Tracking, Tracking::exact_errors>{});
     }
-    if (missing.count() > 0) {
+    if (!decided) {
+      s = round_exact_step(c);
+    } else if (missing.count() > 0) {
       fill_from_exact(missing, round_exact_step(c), s);
       s.fallback_elements = missing.count();
       s.exact_evaluated = true;

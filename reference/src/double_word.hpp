@@ -192,6 +192,11 @@ void add_scaled(Accumulator<T>& acc, double x, const Approx& a) {
   if (xs.lo != 0.0) acc.add_product(xs.lo, hi, a);
 }
 
+/// a b for two enclosed values: a.hi b and a.lo b by add_scaled (a.lo's product rounded
+/// once), and the bound a.err (|b.hi| + |b.lo| + b.err) for what a's enclosure leaves
+/// open; its low products may underflow (underflow_slack, below, covers them).
+inline Approx product(const Approx& a, const Approx& b);
+
 // Quotients and square roots of enclosed values (docs/error-model.md, section 15). Unlike
 // the sums and products above, their low parts are any doubles, so a rounding inside may
 // underflow; each such rounding errs by at most 2^-1075 absolutely (Higham, section 2.1),
@@ -224,6 +229,16 @@ inline std::optional<Approx> quotient(const Approx& a, const Approx& b) {
                      std::abs(r.hi) * (std::abs(b.lo) + b.err) / (b_min * b.hi) + u * std::abs(q1);
   const Pair q = two_sum(q0, q1);
   return Approx{q.hi, q.lo, err * bound_slack + underflow_slack};
+}
+
+inline Approx product(const Approx& a, const Approx& b) {
+  Accumulator<Tracking::a_priori> acc;
+  add_scaled(acc, a.hi, b);
+  if (a.lo != 0.0) add_scaled(acc, a.lo, b);
+  acc.add_error(a.err * (std::abs(b.hi) + std::abs(b.lo) + b.err));
+  Approx r = acc.result();
+  r.err += underflow_slack;
+  return r;
 }
 
 /// The square root of x, enclosed in reals >= 0 by construction (x is an enclosure of a

@@ -5,10 +5,13 @@
 // SGDC_AGREEMENT_CASES sets the number of cases (default 100000; the asan test preset
 // lowers it because the sanitizers slow the exact path twentyfold).
 #include <gtest/gtest.h>
+
 #include <rapidcheck.h>
+#include <cstdio>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -124,6 +127,41 @@ TEST(CertifiedStep, AgreesWithExactPathOnAdagrad) {
     const std::string where = "Adagrad case " + std::to_string(i);
     ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), expect_exact(c), where));
   }
+}
+
+// Clipping (torch's eps and optax's, max_norm around the norm), every optimizer, at
+// every spread and with special values: the certified path's enclosed factor gives the
+// exact path's bits and bounds, and decides most cases itself.
+TEST(CertifiedStep, AgreesWithExactPathOnClipping) {
+  const long count = std::max(agreement_cases() / 4, 60L);
+  rc::Random random(20261207);
+  std::uint64_t exact_before = certification_counters().exact_cases, cases = 0;
+  for (long i = 0; i < count; ++i) {
+    properties::CaseSpace space;
+    space.momentum = properties::MomentumSupport{
+        .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
+    space.adam =
+        properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+    space.adagrad = properties::AdagradSupport{.coupled_decay = true, .decoupled_decay = true};
+    space.recipe.clipping =
+        properties::DeclaredClipping{.max_norm = {1e-7f, 1e4f}, .eps = i % 2 == 0 ? 1e-6f : 0.0f};
+    const auto spread = static_cast<properties::Spread>((i / 2) % 3);
+    const rc::Gen<Case> gen = i % 5 == 4
+                                  ? properties::special_cases(space)
+                                  : properties::cases(space, {.spread = spread,
+                                                              .lr = properties::LrRegime::mixed,
+                                                              .cancellation = i % 3 == 0});
+    const Case c = gen(random.split(), static_cast<int>(i % 101)).value();
+    ASSERT_TRUE(c.clip);
+    ++cases;
+    const std::string where = "clipped case " + std::to_string(i);
+    ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), expect_exact(c), where));
+  }
+  // The certified path's own calls that needed the exact step, whole or in part.
+  const std::uint64_t fell_back = certification_counters().exact_cases - exact_before;
+  std::printf("  clipped cases the certified path left to the exact step: %llu of %llu\n",
+              static_cast<unsigned long long>(fell_back), static_cast<unsigned long long>(cases));
+  EXPECT_LT(fell_back, cases / 2);
 }
 
 // Exact zeros, exact float32 values and exact ties are certified or fall back, never
