@@ -1,6 +1,7 @@
 #include "float_step.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -84,8 +85,16 @@ StepResult float_step(const Case& c) {
   Matrix<Scalar> r = x * w - y;
   r.rowwise() += b.row(0);
   const Scalar scale = Scalar(2) / count;
-  const Matrix<Scalar> gw = (x.transpose() * r) * scale;
-  const Matrix<Scalar> gb = r.colwise().sum() * scale;
+  const Matrix<Scalar> grad_w = (x.transpose() * r) * scale;
+  const Matrix<Scalar> grad_b = r.colwise().sum() * scale;
+  // Clipping: the optimizer reads the gradients times min(1, M / (norm + eps)).
+  Scalar factor = 1;
+  if (c.clip) {
+    const Scalar norm = std::sqrt(grad_w.squaredNorm() + grad_b.squaredNorm());
+    factor = std::min(Scalar(1), Scalar(c.clip->max_norm) / (norm + Scalar(c.clip->eps)));
+  }
+  const Matrix<Scalar> gw = factor == 1 ? grad_w : Matrix<Scalar>(grad_w * factor);
+  const Matrix<Scalar> gb = factor == 1 ? grad_b : Matrix<Scalar>(grad_b * factor);
   const Scalar lr = c.lr;
   StepResult s;
   s.loss = {static_cast<float>(r.squaredNorm() / count)};
@@ -109,8 +118,8 @@ StepResult float_step(const Case& c) {
     s.kernel = to_floats(w - gw * lr);
     s.bias = to_floats(b - gb * lr);
   }
-  s.grad_kernel = to_floats(gw);
-  s.grad_bias = to_floats(gb);
+  s.grad_kernel = to_floats(grad_w);
+  s.grad_bias = to_floats(grad_b);
   return s;
 }
 

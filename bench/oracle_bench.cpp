@@ -146,6 +146,33 @@ void BM_ExpectAdam(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(expect(c));
 }
 
+// The clipped case of random_case.hpp at the benchmark's shape.
+Case clipped_case(const benchmark::State& state) {
+  return random_clipped_case(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+                             static_cast<int>(state.range(2)));
+}
+
+void BM_Float32ClippedStep(benchmark::State& state) {
+  const Case c = clipped_case(state);
+  for (auto _ : state) benchmark::DoNotOptimize(float_step<float>(c));
+}
+
+void BM_CertifiedClippedStep(benchmark::State& state) {
+  const Case c = clipped_case(state);
+  const OracleThreads threads(state);
+  const CertificationCounters before = certification_counters();
+  for (auto _ : state) benchmark::DoNotOptimize(certified_step(c));
+  const CertificationCounters after = certification_counters();
+  state.counters["exact_fallbacks"] =
+      static_cast<double>(after.exact_cases - before.exact_cases) / state.iterations();
+}
+
+void BM_ExpectClipped(benchmark::State& state) {
+  const Case c = clipped_case(state);
+  const OracleThreads threads(state);
+  for (auto _ : state) benchmark::DoNotOptimize(expect(c));
+}
+
 #define SGDC_SHAPES           \
   ->Args({8, 8, 8})           \
       ->Args({32, 32, 32})    \
@@ -175,6 +202,9 @@ BENCHMARK(BM_ExpectMomentum) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Float32AdamStep) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedAdamStep) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_ExpectAdam) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_Float32ClippedStep) SGDC_SHAPES;
+BENCHMARK(BM_CertifiedClippedStep) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_ExpectClipped) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_MultiprecisionStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRationalStep) SGDC_SHAPES;
 BENCHMARK(BM_ExactRoundedStep) SGDC_SHAPES;
@@ -206,6 +236,9 @@ BENCHMARK(BM_ExpectMomentum) SGDC_LAYERS_THREADS;
 BENCHMARK(BM_Float32AdamStep) SGDC_LAYERS;
 BENCHMARK(BM_CertifiedAdamStep) SGDC_LAYERS_THREADS;
 BENCHMARK(BM_ExpectAdam) SGDC_LAYERS_THREADS;
+BENCHMARK(BM_Float32ClippedStep) SGDC_LAYERS;
+BENCHMARK(BM_CertifiedClippedStep) SGDC_LAYERS_THREADS;
+BENCHMARK(BM_ExpectClipped) SGDC_LAYERS_THREADS;
 
 }  // namespace
 }  // namespace sgdc::bench

@@ -65,4 +65,13 @@ inline Case random_adam_case(int n, int d, int k) {
   return c;
 }
 
+/// random_case's inputs in a plain SGD step clipped as torch clips (max_norm 0.1, eps
+/// 1e-6): below these cases' gradient norms at every benchmarked shape, so clipping is
+/// active.
+inline Case random_clipped_case(int n, int d, int k) {
+  Case c = random_case(n, d, k);
+  c.clip = reference::Clipping{0.1f, 1e-6f};
+  return c;
+}
+
 }  // namespace sgdc::bench
