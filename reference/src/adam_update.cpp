@@ -171,20 +171,6 @@ RoundedValue AdamUpdate::parameter(float p, const Quadratic& m_new, const Quadra
       std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) + ")");
 }
 
-namespace {
-// The end's first `digits` significant decimal digits, rounded to nearest, and the
-// exponent of the last: value ~ digits * 10^exponent.
-std::pair<std::string, long> decimal_digits(const Big& end, int digits) {
-  mpfr_exp_t e = 0;
-  char* text =
-      mpfr_get_str(nullptr, &e, 10, static_cast<std::size_t>(digits), end.get(), MPFR_RNDN);
-  std::string s(text);
-  mpfr_free_str(text);
-  if (!s.empty() && s[0] == '-') s.erase(0, 1);
-  return {s, static_cast<long>(e) - digits};
-}
-}  // namespace
-
 ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_new,
                              int digits) const {
   const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
@@ -208,20 +194,27 @@ ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_n
   }
   // Irrational (or t too large to tell): no decimal tie exists for an irrational value,
   // so a fine enough enclosure decides every digit.
+  return decimal(
+      p, [&](long precision) { return enclose(m_new, precision); },
+      [&](long precision) { return enclose(v_new, precision); }, digits);
+}
+
+ExactValue AdamUpdate::exact(float p, const Quadratic& m_new, const Quadratic& v_new,
+                             int digits) const {
+  if (m_new.is_rational() && v_new.is_rational()) return exact(p, m_new.a(), v_new.a(), digits);
+  return decimal(
+      p, [&](long precision) { return m_new.enclose(precision); },
+      [&](long precision) { return v_new.enclose(precision); }, digits);
+}
+
+template <class M, class V>
+ExactValue AdamUpdate::decimal(float p, M m_new, V v_new, int digits) const {
   for (const long precision : {256L, 1024L, 4096L, 16384L}) {
-    const Interval value = parameter_interval(
-        o_, lr_, p, enclose(m_new, precision), enclose(v_new, precision),
-        bias_correction(o_.b1, t_, precision), bias_correction(o_.b2, t_, precision));
+    const Interval value = parameter_interval(o_, lr_, p, m_new(precision), v_new(precision),
+                                              bias_correction(o_.b1, t_, precision),
+                                              bias_correction(o_.b2, t_, precision));
     if (!mpfr_number_p(value.lo.get()) || !mpfr_number_p(value.hi.get())) break;
-    if (mpfr_sgn(value.lo.get()) != mpfr_sgn(value.hi.get()) || mpfr_zero_p(value.lo.get()))
-      continue;
-    const auto lo = decimal_digits(value.lo, digits), hi = decimal_digits(value.hi, digits);
-    if (lo == hi) {
-      out.negative = mpfr_sgn(value.lo.get()) < 0;
-      out.digits = lo.first;
-      out.exponent = lo.second;
-      return out;
-    }
+    if (const std::optional<ExactValue> d = decide_decimal(value, digits)) return *d;
   }
   throw std::runtime_error("Adam's parameter update: its " + std::to_string(digits) +
                            " significant digits could not be decided (t = " + std::to_string(t_) +

@@ -47,6 +47,8 @@ class AdamUpdate {
   /// `digits` significant digits, climbing a ladder of precisions until both ends of the
   /// enclosure give the same digits.
   ExactValue exact(float p, const Rational& m_new, const Rational& v_new, int digits) const;
+  /// The same for a clipped step's moments, in Q(sqrt S).
+  ExactValue exact(float p, const Quadratic& m_new, const Quadratic& v_new, int digits) const;
 
   /// The new parameter and moments from the gradient g enclosed as a double-word value
   /// (m and v the state before the step, 0 and Adagrad's initial value when fresh),
@@ -65,6 +67,10 @@ class AdamUpdate {
   Certified certify_mpfr(float p, float m, float v, const double_word::Approx& g) const;
 
  private:
+  // exact()'s decimals: the enclosure of p' from the moments' at each precision
+  // (m_new(precision), v_new(precision)) until its digits agree.
+  template <class M, class V>
+  ExactValue decimal(float p, M m_new, V v_new, int digits) const;
   struct Intervals;
   static constexpr std::array<long, 4> ladder{128, 512, 2048, 8192};
   // Whether b^t is cheap to compute exactly for the tie test.

@@ -1,5 +1,8 @@
 #include "interval.hpp"
 
+#include <string>
+#include <utility>
+
 namespace sgdc::reference::interval {
 
 namespace {
@@ -116,6 +119,32 @@ std::optional<RoundedValue> decide(const Interval& a) {
   if (mpfr_get_flt(a.hi.get(), MPFR_RNDN) != f || mpfr_get_d(a.hi.get(), MPFR_RNDN) != d)
     return std::nullopt;
   return RoundedValue{f, d};
+}
+
+namespace {
+// The end's first `digits` significant decimal digits, rounded to nearest, and the
+// exponent of the last: value ~ digits * 10^exponent.
+std::pair<std::string, long> decimal_digits(const Big& end, int digits) {
+  mpfr_exp_t e = 0;
+  char* text =
+      mpfr_get_str(nullptr, &e, 10, static_cast<std::size_t>(digits), end.get(), MPFR_RNDN);
+  std::string s(text);
+  mpfr_free_str(text);
+  if (!s.empty() && s[0] == '-') s.erase(0, 1);
+  return {s, static_cast<long>(e) - digits};
+}
+}  // namespace
+
+std::optional<ExactValue> decide_decimal(const Interval& a, int digits) {
+  if (!mpfr_number_p(a.lo.get()) || !mpfr_number_p(a.hi.get())) return std::nullopt;
+  if (mpfr_sgn(a.lo.get()) != mpfr_sgn(a.hi.get()) || mpfr_zero_p(a.lo.get())) return std::nullopt;
+  const auto lo = decimal_digits(a.lo, digits), hi = decimal_digits(a.hi, digits);
+  if (lo != hi) return std::nullopt;
+  ExactValue out;
+  out.negative = mpfr_sgn(a.lo.get()) < 0;
+  out.digits = lo.first;
+  out.exponent = lo.second;
+  return out;
 }
 
 }  // namespace sgdc::reference::interval

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "mpfr_thread_cache.hpp"
+#include "sgdc/reference/exact_value.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 #include "sgdc/reference/rounding.hpp"
 
@@ -69,5 +70,9 @@ bool nonpositive(const Interval& a);
 /// (and the interval does not reach zero, whose sign the enclosure cannot tell, unless it
 /// is exactly zero); none when they do not.
 std::optional<RoundedValue> decide(const Interval& a);
+/// The decimal of every real of the interval at `digits` significant digits, rounded to
+/// nearest, when both ends give the same digits (and the interval neither reaches 0 nor
+/// holds a non-finite end); none otherwise.
+std::optional<ExactValue> decide_decimal(const Interval& a, int digits);
 
 }  // namespace sgdc::reference::interval

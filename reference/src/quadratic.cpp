@@ -81,4 +81,17 @@ RoundedValue round_both(const Quadratic& x) {
                            std::to_string(ladder[std::size(ladder) - 1]) + " bits");
 }
 
+ExactValue exact_value(const Quadratic& x, int digits) {
+  ExactValue out;
+  if (x.is_rational()) {
+    out.rational = x.a();
+    return out;
+  }
+  for (const long precision : {256L, 1024L, 4096L, 16384L})
+    if (const std::optional<ExactValue> d = interval::decide_decimal(x.enclose(precision), digits))
+      return *d;
+  throw std::runtime_error("a clipped step's value: its " + std::to_string(digits) +
+                           " significant digits could not be decided");
+}
+
 }  // namespace sgdc::reference

@@ -63,6 +63,11 @@ class Quadratic {
 /// std::runtime_error if none of them decides.
 RoundedValue round_both(const Quadratic& x);
 
+/// x exactly (exact_value.hpp): its rational when it is one, else its decimal at `digits`
+/// significant digits, decided by enclosures of growing precision. Throws
+/// std::runtime_error if none of them decides.
+ExactValue exact_value(const Quadratic& x, int digits);
+
 }  // namespace sgdc::reference
 
 // Quadratic as an Eigen scalar: the optimizers' updates (exact_step.cpp) run on its

@@ -4,7 +4,8 @@
 not hold: a version 1 file with a version 2 field (a bias group, an Adam or Adagrad step), a
 version 2 bias group that is empty or gives plain SGD a weight decay, exact_rational on Adam's
 or Adagrad's parameters, an Adam or Adagrad step without its second moment, Adam's second
-moment without its first, a momentum buffer with Adagrad.
+moment without its first, a momentum buffer with Adagrad, a clip in version 1, a clip
+without its eps, exact_rational on what a clipped step's optimizer makes.
 
     check_fixture_schema.py FIXTURES_DIR
 
@@ -123,6 +124,14 @@ def main() -> int:
         first_only = changed(carried, lambda g: [g["inputs"].pop(k)
                                                  for k in ("momentum_kernel", "momentum_bias")])
         rejected(("Adam's second moment without its first", first_only, 2))
+    clipped = committed("of a clipped momentum step",
+                        lambda f: "clip" in f["inputs"] and kind(f) == "momentum")
+    if clipped is not None:
+        rejected(("a version 1 file with clip", as_v1(clipped), 1),
+                 ("a clip without its eps", changed(clipped, lambda g: g["inputs"]["clip"].pop("eps")), 2),
+                 ("exact_rational on a clipped step's kernel", rational_parameter(clipped, "kernel"), 2),
+                 ("exact_rational on a clipped step's buffer",
+                  rational_parameter(clipped, "momentum_bias"), 2))
     for line in failures:
         print(line)
     print(f"{len(files)} fixtures checked against {len(schemas)} schemas, "

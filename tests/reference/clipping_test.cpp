@@ -19,6 +19,7 @@
 #include "sgdc/properties/generators.hpp"
 #include "sgdc/reference/error_bound.hpp"
 #include "sgdc/reference/exact_step.hpp"
+#include "sgdc/reference/exact_value.hpp"
 #include "sgdc/reference/oracle.hpp"
 #include "sgdc/reference/rounded_step.hpp"
 
@@ -108,6 +109,26 @@ TEST(Clipping, ByHandWithAnIrrationalNorm) {
   // The certified path takes the same values.
   const Expectation e = expect(c), x = expect_exact(c);
   ASSERT_NO_FATAL_FAILURE(expect_identical(e, x, "clipped by hand"));
+}
+
+// The fixtures' exact values of the same case: 0.5 - sqrt(2)/2 to 40 significant digits
+// (sqrt(2)/2 = 0.70710678118654752440084436210484903928483593768847...), the gradients
+// rational.
+TEST(Clipping, ExactDecimalsByHand) {
+  Case c = one_by_one(0.5f);
+  c.clip = Clipping{1.0f, 0.0f};
+  const PerOutput<std::vector<ExactValue>> v = exact_clipped_outputs(c, 40);
+  ASSERT_EQ(v.kernel.size(), 1u);
+  EXPECT_FALSE(v.kernel[0].rational);
+  EXPECT_TRUE(v.kernel[0].negative);
+  EXPECT_EQ(v.kernel[0].digits, "2071067811865475244008443621048490392848");
+  EXPECT_EQ(v.kernel[0].exponent, -40);
+  EXPECT_EQ(v.bias[0].digits, "7071067811865475244008443621048490392848");
+  // Not clipped (max_norm above the norm 2 sqrt(2) w = sqrt(2)): rational.
+  c.clip = Clipping{2.0f, 0.0f};
+  const PerOutput<std::vector<ExactValue>> r = exact_clipped_outputs(c, 40);
+  ASSERT_TRUE(r.kernel[0].rational);
+  EXPECT_EQ(*r.kernel[0].rational, Rational(-1, 2));
 }
 
 TEST(Clipping, AnInactiveClipChangesNothing) {

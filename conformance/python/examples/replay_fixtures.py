@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Replay sgd-conformance fixtures with a NumPy float32 step, using only the standard
 library and NumPy: replay_fixtures.py FIXTURE.json... (exit status 1 on any mismatch).
-A plain SGD step: fixtures of another optimizer (inputs.optimizer) are skipped."""
+A plain SGD step without clipping: fixtures of another optimizer (inputs.optimizer) or with
+clipping (inputs.clip) are skipped."""
 import base64, json, sys, numpy as np
 
 def array(a):  # the bits are authoritative: base64 of little-endian float32, row-major
@@ -12,7 +13,8 @@ def ok(v, j, want):  # the acceptance rule of docs/error-model.md, section 7
     if j in want["must_be_nonfinite"]: return not np.isfinite(v)
     return abs(v - exact) <= bound or (not np.isfinite(v) and j in want["may_overflow"])
 
-bad, paths = [], [p for p in sys.argv[1:] if "optimizer" not in json.load(open(p))["inputs"]]
+bad, paths = [], [p for p in sys.argv[1:]
+                  if not {"optimizer", "clip"} & set(json.load(open(p))["inputs"])]
 for path in paths:
     fx = json.load(open(path))
     i = {name: array(v) for name, v in fx["inputs"].items() if isinstance(v, dict)}

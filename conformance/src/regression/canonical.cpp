@@ -240,6 +240,43 @@ std::vector<Fixture> canonical_fixtures() {
         "sum from initial_accumulator_value 0.1 (format version 2)",
         c));
   }
+  {
+    // Global-norm clipping (step spec 1.7): torch's clip_grad_norm_ before Nesterov
+    // momentum with coupled decay and a carried buffer, and optax's clip_by_global_norm
+    // before AdamW's first step; both active, the norm irrational, so the parameters and
+    // the state are too, their 40 digits decided by the enclosure (format version 2).
+    reference::Case c = make(3, 2, 2, 2, 0.125f, pattern(4, 3, 5), pattern(2, 5, 2),
+                             pattern(6, 7, 1), pattern(6, 2, 11), 3);
+    c.optimizer.kind = reference::Optimizer::Kind::momentum;
+    c.optimizer.momentum = 0.875f;
+    c.optimizer.nesterov = true;
+    c.optimizer.weight_decay = 0.0625f;
+    c.optimizer.decay = reference::Optimizer::Decay::coupled;
+    c.momentum_kernel = pattern(4, 5, 8);
+    c.momentum_bias = pattern(2, 3, 6);
+    c.clip = reference::Clipping{0.5f, 1e-6f};
+    out.push_back(canonical(
+        "momentum-clipped-torch",
+        "Nesterov momentum 0.875 with coupled decay 0.0625 and a carried buffer, the gradients "
+        "clipped to a global norm of 0.5 as torch's clip_grad_norm_ does (eps 1e-6): the "
+        "reported gradients the loss's, the update from the clipped ones (format version 2)",
+        c));
+    reference::Case a = first_step(c);
+    a.optimizer = reference::Optimizer{};
+    a.optimizer.kind = reference::Optimizer::Kind::adam;
+    a.optimizer.b1 = 0.875f;
+    a.optimizer.b2 = 0.9921875f;
+    a.optimizer.eps = 0x1p-20f;
+    a.optimizer.weight_decay = 0.125f;
+    a.optimizer.decay = reference::Optimizer::Decay::decoupled;
+    a.clip = reference::Clipping{0.25f, 0.0f};
+    out.push_back(canonical(
+        "adamw-clipped-optax",
+        "AdamW's first step (decoupled decay 0.125), the gradients clipped to a global norm of "
+        "0.25 as optax.clip_by_global_norm does (eps 0): both moments and the parameters from "
+        "the clipped gradients (format version 2)",
+        a));
+  }
   return out;
 }
 

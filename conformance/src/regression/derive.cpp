@@ -51,7 +51,15 @@ ExactOutputs exact_group_outputs(const reference::Case& case_) {
   out.momentum_bias = elements(v.momentum_bias);
   out.second_moment_kernel = elements(v.second_moment_kernel);
   out.second_moment_bias = elements(v.second_moment_bias);
-  if (reference::info(c.optimizer.kind).second_moment) {
+  if (c.clip) {
+    // The optimizer reads the clipped gradients: its outputs in Q(sqrt(S)).
+    reference::PerOutput<std::vector<reference::ExactValue>> clipped =
+        reference::exact_clipped_outputs(c, decimal_digits);
+    for (reference::Output o : reference::all_outputs)
+      if (o != reference::Output::loss && o != reference::Output::grad_kernel &&
+          o != reference::Output::grad_bias)
+        out[o] = std::move(clipped[o]);
+  } else if (reference::info(c.optimizer.kind).second_moment) {
     reference::AdamParameters p = reference::exact_adam_parameters(c, decimal_digits);
     out.kernel = std::move(p.kernel);
     out.bias = std::move(p.bias);
@@ -123,11 +131,6 @@ void compare_output(const ExpectedOutput& stored, const ExpectedOutput& oracle,
 
 Fixture derive_fixture(std::string name, std::string description, const reference::Case& inputs,
                        Provenance provenance, const reference::ErrorModel& arithmetic) {
-  // Its values lie in Q(sqrt(S)): fixture format version 2 holds no clipping.
-  if (inputs.clip)
-    throw std::invalid_argument(
-        "inputs.clip: a step with gradient clipping, which fixture format version 2 does not "
-        "hold");
   Fixture f;
   f.name = std::move(name);
   f.description = std::move(description);

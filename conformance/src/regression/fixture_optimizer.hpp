@@ -10,6 +10,10 @@
 
 namespace sgdc::conformance::regression::detail {
 
+/// Whether case `c` needs format version 2: an optimizer after momentum, a bias group, or
+/// clipping.
+inline bool needs_version_2(const reference::Case& c);
+
 /// The first format version that holds optimizer `kind`: version 1 knew plain SGD and
 /// momentum; every later optimizer (Adam, Adagrad) is version 2.
 inline std::int64_t first_version(reference::Optimizer::Kind kind) {
@@ -20,10 +24,20 @@ inline std::int64_t first_version(reference::Optimizer::Kind kind) {
 
 /// Whether output `o` of case `c` carries exact_rational: every output but the parameters
 /// of an optimizer that divides by the square root of a second moment (Adam, Adagrad),
-/// irrational in general, whose exact values are decimals an enclosure decides.
+/// and with clipping every output the optimizer makes (its parameters and state, read
+/// from gradients times the clip factor), irrational in general, whose exact values are
+/// decimals an enclosure decides.
 inline bool has_exact_rational(const reference::Case& c, reference::Output o) {
-  return !reference::info(c.optimizer.kind).second_moment ||
-         (o != reference::Output::kernel && o != reference::Output::bias);
+  const bool parameter = o == reference::Output::kernel || o == reference::Output::bias;
+  const bool from_optimizer =
+      parameter || (o != reference::Output::loss && o != reference::Output::grad_kernel &&
+                    o != reference::Output::grad_bias);
+  if (c.clip && from_optimizer) return false;
+  return !reference::info(c.optimizer.kind).second_moment || !parameter;
+}
+
+inline bool needs_version_2(const reference::Case& c) {
+  return c.bias_group || c.clip || first_version(c.optimizer.kind) >= 2;
 }
 
 }  // namespace sgdc::conformance::regression::detail

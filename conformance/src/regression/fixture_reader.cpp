@@ -166,6 +166,28 @@ const std::regex name_pattern("[A-Za-z0-9._-]+");
 const std::regex decimal_pattern("-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?");
 const std::regex rational_pattern("-?[0-9]+(/[1-9][0-9]*)?");
 
+// inputs.clip (version 2): {"max_norm", "eps"}, each a scalar array, both required: max_norm
+// a finite normal float32 > 0, eps 0 or a finite normal float32 > 0.
+reference::Clipping clipping(const Reader& r, const Json& j) {
+  const Json& g = r.object(j, "inputs.clip", {"max_norm", "eps"});
+  auto scalar = [&](const char* key) {
+    const std::string path = std::string("inputs.clip.") + key;
+    const Json& a = r.object(g[key], path, {"shape", "float32", "decimal"});
+    r.shape(a["shape"], path + ".shape", {}, "a scalar");
+    std::vector<float> v = r.floats(a["float32"], path + ".float32", 1);
+    r.decimals(a["decimal"], path + ".decimal", v);
+    return v[0];
+  };
+  reference::Clipping out{scalar("max_norm"), scalar("eps")};
+  if (!std::isfinite(out.max_norm) || !(out.max_norm >= 0x1p-126f))
+    r.fail("inputs.clip.max_norm",
+           fmt::format("{} is not a finite normal float32 > 0", reference::describe(out.max_norm)));
+  if (!std::isfinite(out.eps) || (out.eps != 0.0f && !(out.eps >= 0x1p-126f)))
+    r.fail("inputs.clip.eps", fmt::format("{} is neither 0 nor a finite normal float32 > 0",
+                                          reference::describe(out.eps)));
+  return out;
+}
+
 std::vector<float> input_array(const Reader& r, const Json& parent, const char* key,
                                const std::vector<std::int64_t>& shape, const char* dims);
 
@@ -372,7 +394,7 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   const Json& in = r.object(j["inputs"], "inputs",
                             {"n", "d", "k", "num_shards", "step", "lr", "kernel", "bias", "x", "y"},
                             {"optimizer", "momentum_kernel", "momentum_bias",
-                             "second_moment_kernel", "second_moment_bias", "bias_group"});
+                             "second_moment_kernel", "second_moment_bias", "bias_group", "clip"});
   reference::Case& c = f.inputs;
   c.n = static_cast<int>(r.integer(in["n"], "inputs.n", 1, max_dim));
   c.d = static_cast<int>(r.integer(in["d"], "inputs.d", 1, max_dim));
@@ -384,6 +406,10 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   if (in.contains("bias_group")) {
     if (version < 2) r.fail("inputs.bias_group", "a version 2 field in a version 1 fixture");
     c.bias_group = bias_group(r, in["bias_group"], c.optimizer);
+  }
+  if (in.contains("clip")) {
+    if (version < 2) r.fail("inputs.clip", "a version 2 field in a version 1 fixture");
+    c.clip = clipping(r, in["clip"]);
   }
   const reference::OptimizerInfo& kept = reference::info(c.optimizer.kind);
   for (const reference::InputArray& a : reference::input_arrays) {

@@ -61,12 +61,6 @@ Json output_object(Json shape, const ExpectedOutput& e) {
   return o;
 }
 
-// Version 2 only where a version-2 field is needed (an optimizer after momentum, a bias
-// group): every other file reads as before, byte for byte.
-bool needs_version_2(const reference::Case& c) {
-  return c.bias_group || detail::first_version(c.optimizer.kind) >= 2;
-}
-
 Json to_json(const Fixture& f) {
   const reference::Case& c = f.inputs;
   if (c.step >= max_fixture_step)
@@ -76,7 +70,9 @@ Json to_json(const Fixture& f) {
         c.step));
   Json j = Json::object();
   j["format"] = format_name;
-  j["version"] = needs_version_2(c) ? format_version_latest : format_version;
+  // Version 2 only where a version-2 field is needed: every other file reads as before,
+  // byte for byte.
+  j["version"] = detail::needs_version_2(c) ? format_version_latest : format_version;
   j["name"] = f.name;
   j["description"] = f.description;
   if (f.property) j["property"] = *f.property;
@@ -112,6 +108,12 @@ Json to_json(const Fixture& f) {
     if (c.bias_group->weight_decay)
       g["weight_decay"] = input_array(Json::array(), {*c.bias_group->weight_decay});
     in["bias_group"] = std::move(g);
+  }
+  if (c.clip) {
+    Json clip = Json::object();
+    clip["max_norm"] = input_array(Json::array(), {c.clip->max_norm});
+    clip["eps"] = input_array(Json::array(), {c.clip->eps});
+    in["clip"] = std::move(clip);
   }
   for (const reference::InputArray& a : reference::input_arrays)
     if (!a.state || !(c.*a.member).empty())

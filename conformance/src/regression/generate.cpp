@@ -9,6 +9,7 @@
 
 #include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/regression/derive.hpp"
+#include "sgdc/properties/declared_recipe.hpp"
 #include "sgdc/reference/hyperparameters.hpp"
 
 namespace sgdc::conformance::regression {
@@ -235,6 +236,9 @@ std::vector<Fixture> generate_fixtures(const GenerateOptions& o) {
         }
         c.n = n;
       }
+      // Clipping last: its max_norm is drawn around the gradients' norm (the properties'
+      // own draw, declared_recipe.hpp).
+      if (o.recipe.clipping) properties::draw_clipping(rng, *o.recipe.clipping, c);
       if (!o.recipe.admits(c))
         throw std::logic_error(fmt::format("fixture {}: drawn outside the recipe", i));
       Provenance p;

@@ -229,6 +229,35 @@ TEST(Validation, MalformedFixturesNameFileFieldAndReason) {
       "inputs.bias_group.lr.decimal[0]", "the bits say 0.25");
 
   expect_malformed(
+      "momentum-clipped-torch", [](Json& j) { j["version"] = 1; }, "inputs.clip",
+      "a version 2 field in a version 1 fixture");
+  expect_malformed(
+      "momentum-clipped-torch", [](Json& j) { j["inputs"]["clip"].erase("eps"); },
+      "inputs.clip.eps", "required field is missing");
+  expect_malformed(
+      "momentum-clipped-torch", [](Json& j) { j["inputs"]["clip"]["norm_type"] = 2; },
+      "inputs.clip.norm_type", "unknown field");
+  expect_malformed(
+      "momentum-clipped-torch",
+      [](Json& j) {
+        j["inputs"]["clip"]["max_norm"]["float32"] =
+            protocol::encode_floats(std::vector<float>{0.0f});
+        j["inputs"]["clip"]["max_norm"]["decimal"][0] = "0";
+      },
+      "inputs.clip.max_norm", "is not a finite normal float32 > 0");
+  expect_malformed(
+      "momentum-clipped-torch",
+      [](Json& j) {
+        j["inputs"]["clip"]["eps"]["float32"] = protocol::encode_floats(std::vector<float>{-1e-6f});
+        j["inputs"]["clip"]["eps"]["decimal"][0] = "-9.99999997e-07";
+      },
+      "inputs.clip.eps", "is neither 0 nor a finite normal float32 > 0");
+  expect_malformed(
+      "momentum-clipped-torch",
+      [](Json& j) { j["inputs"]["clip"]["max_norm"]["decimal"][0] = "0.25"; },
+      "inputs.clip.max_norm.decimal[0]", "the bits say 0.5");
+
+  expect_malformed(
       "worked-example", [](Json& j) { j["inputs"]["lr"]["float32"] = "zczMPQ="; },
       "inputs.lr.float32", "multiple of 4");
   expect_malformed(
@@ -348,6 +377,23 @@ TEST(Validation, ABiasGroupsOutputsAreTheGroups) {
         f.outputs.bias = derive_fixture("x", "", without.inputs, f.provenance).outputs.bias;
       },
       "outputs.bias.expected[0]", "momentum-bias-group");
+}
+
+// A clipped fixture's outputs are the oracle's for its clipping: the same fixture with
+// another max_norm, or without clipping, is corrupt; the loss and gradients do not read it.
+TEST(Validation, AClippedFixturesOutputsAreTheClippedStep) {
+  expect_corrupt([](Fixture& f) { f.inputs.clip->max_norm = 0.25f; }, "outputs.kernel.expected[0]",
+                 "momentum-clipped-torch");
+  expect_corrupt([](Fixture& f) { f.inputs.clip->eps = 0.0f; }, "outputs.kernel.exact[0]",
+                 "momentum-clipped-torch");
+  expect_corrupt(
+      [](Fixture& f) {
+        Fixture without = f;
+        without.inputs.clip.reset();
+        f.outputs.kernel = derive_fixture("x", "", without.inputs, f.provenance).outputs.kernel;
+        f.outputs.kernel.exact_rational.clear();  // as a clipped fixture holds it
+      },
+      "outputs.kernel.expected[0]", "momentum-clipped-torch");
 }
 
 // A counter beyond what a fixture holds is refused by the writer, naming the field,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/outputs.hpp"
 #include "sgdc/reference/rounding.hpp"
 
 namespace sgdc::reference {
@@ -32,5 +33,13 @@ struct AdamParameters {
   std::vector<ExactValue> kernel, bias;
 };
 AdamParameters exact_adam_parameters(const Case& c, int digits);
+
+/// The outputs the optimizer makes in a case with gradient clipping (Case::clip; finite
+/// inputs; a bias group is the caller's to apply): the parameters and the state its
+/// optimizer keeps, element by element, in Q(sqrt S) (docs/error-model.md, section 17),
+/// each irrational one to `digits` significant digits. Its other outputs (the loss, the
+/// gradients) are evaluate_step<Rational>'s. Throws std::runtime_error naming the element
+/// when no precision decides its digits.
+PerOutput<std::vector<ExactValue>> exact_clipped_outputs(const Case& c, int digits);
 
 }  // namespace sgdc::reference
