@@ -40,6 +40,10 @@ def main() -> int:
             "fault": ["--impl", f"{sys.executable} {fake} crash_after_3", "--cases", "10"],
             "could_not_test": ["--impl", "builtin:float32", "--property", "accuracy", "--xfails",
                                str(skip_all)],
+            # Declared recipes in the header: Adagrad alone; clipping, and a bias group.
+            "adagrad_recipe": ["--impl", "builtin:adagrad-torch", "--cases", "10"],
+            "clipping_recipe": ["--impl", "builtin:clip-torch", "--cases", "10"],
+            "bias_group_recipe": ["--impl", "builtin:no-decay-on-bias", "--cases", "10"],
         }
         seen: set[str] = set()
         for name, args in runs.items():

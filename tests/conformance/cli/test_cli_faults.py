@@ -140,7 +140,10 @@ for text, words in [("{", "is not JSON"), ('{"optimizers": ["adamw"]}', "recipe.
                      "recipe.b1: no optimizer"),
                     ('{"even_batch": true}', "recipe.even_batch: is not a recipe field"),
                     ('{"bias_group": {}}', "recipe.bias_group: declares neither"),
-                    ('{"bias_group": {"lr": -1}}', "recipe.bias_group.lr: -1 lies outside")]:
+                    ('{"bias_group": {"lr": -1}}', "recipe.bias_group.lr: -1 lies outside"),
+                    ('{"clipping": {"max_norm": 0, "eps": 0}}',
+                     "recipe.clipping.max_norm: 0 must be a normal float32 > 0"),
+                    ('{"clipping": {"max_norm": 1}}', "recipe.clipping.eps: is missing")]:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(text)
     p = subprocess.run([CLI, "run", "--recipe", f.name], capture_output=True, text=True,
