@@ -37,7 +37,9 @@ You give the pieces you own; the kit does the rest:
 - `train_step(model, optimizer, x, y)` runs one training step and returns the loss before
   the update (a tensor, or a Python float such as `loss.item()`); x is [n, d], y [n, k].
   Default `default_train_step`: zero_grad, forward, mse_loss, backward, step. It must
-  call `optimizer.step()` once; the gradients reported are those `step()` starts with.
+  call `optimizer.step()` once; the gradients reported are those `step()` starts with,
+  or, where the recipe declares clipping (`torch.nn.utils.clip_grad_norm_` in the train
+  step), those backward left before the clip scaled `.grad` in place.
 - `serve_torch(...)` declares what torch.optim supports (`DECLARATIONS`: gradients, SGD
   with dampening, Nesterov and coupled decay, Adam and AdamW without eps_root, subnormals
   kept); its keywords are `sgdc_adapter.serve`'s declarations and override those (e.g.
