@@ -194,7 +194,8 @@ void add_scaled(Accumulator<T>& acc, double x, const Approx& a) {
 
 /// a b for two enclosed values: a.hi b and a.lo b by add_scaled (a.lo's product rounded
 /// once), and the bound a.err (|b.hi| + |b.lo| + b.err) for what a's enclosure leaves
-/// open; its low products may underflow (underflow_slack, below, covers them).
+/// open; its low products may underflow (underflow_slack, below, covers them). An exact
+/// zero factor gives an exact zero.
 inline Approx product(const Approx& a, const Approx& b);
 
 // Quotients and square roots of enclosed values (docs/error-model.md, section 15). Unlike
@@ -232,6 +233,10 @@ inline std::optional<Approx> quotient(const Approx& a, const Approx& b) {
 }
 
 inline Approx product(const Approx& a, const Approx& b) {
+  // An exact zero times anything is an exact zero (no rounding, so no slack): a zero
+  // gradient clipped stays certified as +0, where its parameter or state is one.
+  auto zero = [](const Approx& x) { return x.hi == 0.0 && x.lo == 0.0 && x.err == 0.0; };
+  if (zero(a) || zero(b)) return Approx{};
   Accumulator<Tracking::a_priori> acc;
   add_scaled(acc, a.hi, b);
   if (a.lo != 0.0) add_scaled(acc, a.lo, b);
