@@ -44,18 +44,6 @@ Rational power(float b, std::int64_t t) {
   return result;
 }
 
-// q's square root when it is the square of a rational, else nullopt.
-std::optional<Rational> rational_root(const Rational& q) {
-  if (q < 0) return std::nullopt;
-  const mpq_srcptr v = q.backend().data();
-  if (!mpz_perfect_square_p(mpq_numref(v)) || !mpz_perfect_square_p(mpq_denref(v)))
-    return std::nullopt;
-  Rational r;
-  mpz_sqrt(mpq_numref(r.backend().data()), mpq_numref(v));
-  mpz_sqrt(mpq_denref(r.backend().data()), mpq_denref(v));
-  return r;
-}
-
 }  // namespace
 
 // The double-word value nearest the middle of a (at most 128 bits wide), with a bound
@@ -125,50 +113,53 @@ RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rationa
   // No direction: p' is rational.
   if (lr_ == 0.0f || m_new == 0) return round_both(decoupled ? param - lr * wd * param : param);
   bool tie_tested = false;
-  for (std::size_t rung = 0; rung < ladder.size(); ++rung) {
-    const long precision = ladder[rung];
-    if (bc_->bc1.size() <= rung) {
-      bc_->bc1.push_back(bias_correction(o_.b1, t_, precision));
-      bc_->bc2.push_back(bias_correction(o_.b2, t_, precision));
-    }
-    const Interval value =
-        parameter_interval(o_, lr_, p, enclose(m_new, precision), enclose(v_new, precision),
-                           bc_->bc1[rung], bc_->bc2[rung]);
-    if (const std::optional<RoundedValue> r = decide(value)) return *r;
-    // Not decided: p' may be rational and sit on a rounding boundary, which no enclosure
-    // decides. It is rational exactly when vh + eps_root is the square of a rational.
-    if (!tie_tested && powers_exact()) {
-      tie_tested = true;
-      const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
-      if (const std::optional<Rational> s =
-              rational_root(v_new / bc2 + Rational(static_cast<double>(o_.eps_root)))) {
-        Rational direction = (m_new / bc1) / (*s + Rational(static_cast<double>(o_.eps)));
-        if (decoupled) direction += wd * param;
-        return round_both(param - lr * direction);
-      }
-    }
-  }
-  throw std::runtime_error("Adam's parameter update could not be rounded with certainty at " +
-                           std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) +
-                           ")");
+  // Not decided: p' may be rational and sit on a rounding boundary, which no enclosure
+  // decides. It is rational exactly when vh + eps_root is the square of a rational.
+  auto tie = [&]() -> std::optional<RoundedValue> {
+    if (tie_tested || !powers_exact()) return std::nullopt;
+    tie_tested = true;
+    const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
+    const std::optional<Rational> s =
+        rational_root(v_new / bc2 + Rational(static_cast<double>(o_.eps_root)));
+    if (!s) return std::nullopt;
+    Rational direction = (m_new / bc1) / (*s + Rational(static_cast<double>(o_.eps)));
+    if (decoupled) direction += wd * param;
+    return round_both(param - lr * direction);
+  };
+  return climb(
+      p,
+      [&](long precision) {
+        return std::pair{enclose(m_new, precision), enclose(v_new, precision)};
+      },
+      tie, "Adam's parameter update");
 }
 
 RoundedValue AdamUpdate::parameter(float p, const Quadratic& m_new, const Quadratic& v_new) const {
   if (m_new.is_rational() && v_new.is_rational()) return parameter(p, m_new.a(), v_new.a());
+  return climb(
+      p,
+      [&](long precision) {
+        return std::pair{m_new.enclose(precision), v_new.enclose(precision)};
+      },
+      [] { return std::optional<RoundedValue>{}; }, "a clipped step's Adam or Adagrad parameter");
+}
+
+template <class Moments, class Tie>
+RoundedValue AdamUpdate::climb(float p, Moments moments, Tie tie, const char* what) const {
   for (std::size_t rung = 0; rung < ladder.size(); ++rung) {
     const long precision = ladder[rung];
     if (bc_->bc1.size() <= rung) {
       bc_->bc1.push_back(bias_correction(o_.b1, t_, precision));
       bc_->bc2.push_back(bias_correction(o_.b2, t_, precision));
     }
-    const Interval value =
-        parameter_interval(o_, lr_, p, m_new.enclose(precision), v_new.enclose(precision),
-                           bc_->bc1[rung], bc_->bc2[rung]);
+    const auto [m, v] = moments(precision);
+    const Interval value = parameter_interval(o_, lr_, p, m, v, bc_->bc1[rung], bc_->bc2[rung]);
     if (const std::optional<RoundedValue> r = decide(value)) return *r;
+    if (const std::optional<RoundedValue> r = tie()) return *r;
   }
-  throw std::runtime_error(
-      "a clipped step's Adam or Adagrad parameter could not be rounded with certainty at " +
-      std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) + ")");
+  throw std::runtime_error(std::string(what) + " could not be rounded with certainty at " +
+                           std::to_string(ladder.back()) + " bits (t = " + std::to_string(t_) +
+                           ")");
 }
 
 ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_new,

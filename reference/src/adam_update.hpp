@@ -71,6 +71,11 @@ class AdamUpdate {
   // (m_new(precision), v_new(precision)) until its digits agree.
   template <class M, class V>
   ExactValue decimal(float p, M m_new, V v_new, int digits) const;
+  // parameter()'s ladder: p' enclosed from the moments' enclosures at each rung
+  // (moments(precision), a pair) until one float32 and one double hold it; tie() after each
+  // rung that does not decide may decide an exact tie. Throws naming `what` otherwise.
+  template <class Moments, class Tie>
+  RoundedValue climb(float p, Moments moments, Tie tie, const char* what) const;
   struct Intervals;
   static constexpr std::array<long, 4> ladder{128, 512, 2048, 8192};
   // Whether b^t is cheap to compute exactly for the tie test.

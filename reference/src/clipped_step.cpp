@@ -9,17 +9,6 @@ namespace sgdc::reference {
 namespace {
 Rational exact(float f) { return Rational(static_cast<double>(f)); }
 
-// q's square root when it is the square of a rational.
-std::optional<Rational> rational_root(const Rational& q) {
-  const mpq_srcptr v = q.backend().data();
-  if (!mpz_perfect_square_p(mpq_numref(v)) || !mpz_perfect_square_p(mpq_denref(v)))
-    return std::nullopt;
-  Rational r;
-  mpz_sqrt(mpq_numref(r.backend().data()), mpq_numref(v));
-  mpz_sqrt(mpq_denref(r.backend().data()), mpq_denref(v));
-  return r;
-}
-
 Matrix<Quadratic> quadratic(const Matrix<Rational>& m, const Quadratic& factor) {
   Matrix<Quadratic> out(m.rows(), m.cols());
   for (Eigen::Index i = 0; i < m.size(); ++i) out.data()[i] = Quadratic(m.data()[i]) * factor;

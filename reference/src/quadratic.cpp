@@ -73,6 +73,17 @@ interval::Interval Quadratic::enclose(long precision) const {
                                      interval::root(interval::enclose(*s_, precision))));
 }
 
+std::optional<Rational> rational_root(const Rational& q) {
+  if (q < 0) return std::nullopt;
+  const mpq_srcptr v = q.backend().data();
+  if (!mpz_perfect_square_p(mpq_numref(v)) || !mpz_perfect_square_p(mpq_denref(v)))
+    return std::nullopt;
+  Rational r;
+  mpz_sqrt(mpq_numref(r.backend().data()), mpq_numref(v));
+  mpz_sqrt(mpq_denref(r.backend().data()), mpq_denref(v));
+  return r;
+}
+
 RoundedValue round_both(const Quadratic& x) {
   if (x.is_rational()) return {round_to_float32(x.a()), round_to_double(x.a())};
   for (const long precision : ladder)

@@ -57,6 +57,10 @@ class Quadratic {
   const Rational* s_ = nullptr;
 };
 
+/// q's square root when it is the square of a rational (both parts of q, reduced, perfect
+/// squares), else none.
+std::optional<Rational> rational_root(const Rational& q);
+
 /// x correctly rounded to float32 and to double: a rational by rounding.hpp, an
 /// irrational one by enclosures of growing precision until one float32 and one double
 /// hold it (an irrational value lies on no rounding boundary). Throws
