@@ -605,15 +605,6 @@ std::vector<std::string> state_suspects(const Case& c, const reference::StepResu
   return found;
 }
 
-// `v` rounded to nearest (ties to even) in `f`.
-double round_to_format(double v, const reference::Format& f) {
-  if (v == 0.0 || !std::isfinite(v)) return v;
-  int e = 0;
-  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
-  const double quantum = std::ldexp(1.0, std::max(e - 1, f.min_exponent) - f.fraction_bits);
-  return std::nearbyint(v / quantum) * quantum;
-}
-
 // The kernel's gradient when every product reads its inputs rounded to `f` (x and W in
 // the residual, x and the residual in x^T r), in double otherwise.
 std::vector<double> reduced_products_gradient(const Case& c, const reference::Format& f) {
@@ -623,10 +614,11 @@ std::vector<double> reduced_products_gradient(const Case& c, const reference::Fo
     for (int j = 0; j < c.k; ++j) {
       double r = double(c.bias[j]) - double(c.y[i * c.k + j]);
       for (int l = 0; l < c.d; ++l)
-        r += round_to_format(c.x[i * c.d + l], f) * round_to_format(c.kernel[l * c.k + j], f);
-      const double rf = round_to_format(double(static_cast<float>(r)), f);
+        r += reference::round_to_format(c.x[i * c.d + l], f) *
+             reference::round_to_format(c.kernel[l * c.k + j], f);
+      const double rf = reference::round_to_format(double(static_cast<float>(r)), f);
       for (int l = 0; l < c.d; ++l)
-        g[l * c.k + j] += 2.0 * round_to_format(c.x[i * c.d + l], f) * rf / count;
+        g[l * c.k + j] += 2.0 * reference::round_to_format(c.x[i * c.d + l], f) * rf / count;
     }
   return g;
 }

@@ -12,6 +12,7 @@
 #include "sgdc/properties/property.hpp"
 #include "sgdc/properties/sharding/placement.hpp"
 #include "sgdc/reference/float32.hpp"
+#include "stage_suspects.hpp"
 
 namespace sgdc::properties {
 
@@ -70,7 +71,9 @@ std::string suspected_line(const std::vector<std::string>& suspects) {
 
 Explained explain(const std::vector<Mismatch>& bad, const Case& c, const StepResult& r,
                   Context& ctx) {
-  std::vector<std::string> suspects = suspected_bugs(c, r, ctx.expect(c));
+  // A declared precision stage that did not run first: every element follows from it.
+  std::vector<std::string> suspects = suspected_stages(c, r, ctx.declaration());
+  for (std::string& s : suspected_bugs(c, r, ctx.expect(c))) suspects.push_back(std::move(s));
   return {list(bad) + suspected_line(suspects), std::move(suspects), lines(bad)};
 }
 
@@ -150,7 +153,7 @@ Judgement shard_invariance(Context& ctx, const Case& c, std::span<const StepOutc
     if (!r.result)
       return Judgement::fail(fmt::format("with num_shards={}: {}", counts[i], r.failure));
     if (sharded) {
-      const auto bad = compare(*r.result, ctx.expect(c), &obs);
+      const auto bad = compare(*r.result, ctx.expect(sharded_case), &obs);
       if (!bad.empty())
         return fail_with(fmt::format("with num_shards={}:", counts[i]),
                          explain(bad, sharded_case, *r.result, ctx));
@@ -433,13 +436,20 @@ Judgement zero_lr(Context& ctx, const Case& drawn, std::span<const StepOutcome> 
   const Case c = without_lr(drawn);
   const Checked r = checked(ctx, c, out[0]);
   if (!r.result) return Judgement::fail(r.failure);
-  auto same = [](const std::vector<float>& p, const std::vector<float>& q,
-                 const char* name) -> std::optional<std::string> {
+  // Master weights narrower than float32 hold p as that format rounds it.
+  const reference::Format& master = ctx.declaration().arithmetic.stages.master;
+  auto same = [&master](const std::vector<float>& p, const std::vector<float>& q,
+                        const char* name) -> std::optional<std::string> {
     for (std::size_t i = 0; i < p.size(); ++i) {
       // p - 0*g is p exactly; only the sign of a zero may change (-0 - -0 = +0).
-      if (!reference::same_bits(p[i], q[i]) && !(p[i] == 0.0f && q[i] == 0.0f))
-        return fmt::format("{}[{}] changed from {} to {}", name, i, reference::describe(p[i]),
-                           reference::describe(q[i]));
+      const float held = static_cast<float>(reference::round_to_format(p[i], master));
+      if (!reference::same_bits(held, q[i]) && !(held == 0.0f && q[i] == 0.0f))
+        return fmt::format("{}[{}] changed from {} to {}{}", name, i, reference::describe(p[i]),
+                           reference::describe(q[i]),
+                           held == p[i]
+                               ? ""
+                               : fmt::format(" (as {} master weights hold it: {})",
+                                             to_string(master), reference::describe(held)));
     }
     return std::nullopt;
   };

@@ -27,6 +27,15 @@ extern template void apply_optimizer<Quadratic>(const Case&, const Matrix<Quadra
                                                 const Matrix<Quadratic>&, const Matrix<Quadratic>&,
                                                 const Matrix<Quadratic>&, StepValues<Quadratic>&);
 
+extern template void apply_optimizer<Rational>(const Case&, const Matrix<Rational>&,
+                                               const Matrix<Rational>&, const Matrix<Rational>&,
+                                               const Matrix<Rational>&, StepValues<Rational>&);
+
+/// The optimizer's outputs of case `c` from the exact gradients in `exact` (its
+/// parameters and state as `apply_optimizer` left them; with clipping, from the gradients
+/// alone), correctly rounded into `s`: kernel, bias and the state the optimizer keeps.
+void round_optimizer_outputs(const Case& c, const StepValues<Rational>& exact, RoundedStep& s);
+
 /// A case's clip factor c = min(1, M / (sqrt(S) + eps)), exactly. Not copyable: `factor`
 /// points at `squared_norm`.
 struct ClipFactor {

@@ -101,15 +101,9 @@ void apply_clipping_bounds(const Case& c, const ExactMagnitudes& exact, const Er
   clip(exact.grad_kernel, clipped.grad_kernel, clipped_bounds.grad_kernel);
   clip(exact.grad_bias, clipped.grad_bias, clipped_bounds.grad_bias);
 
-  // (O) the optimizer's bounds from the clipped gradients. Plain SGD is the momentum
-  // step with mu = 0 in fresh state, whose buffer is the gradient (section 12).
-  Case stepped = c;
-  if (c.optimizer.kind == Optimizer::Kind::sgd) {
-    stepped.optimizer.kind = Optimizer::Kind::momentum;
-    clipped.momentum_kernel = clipped.grad_kernel;
-    clipped.momentum_bias = clipped.grad_bias;
-  }
-  apply_optimizer_bounds(stepped, clipped, model, clipped_bounds);
+  // (O) the optimizer's bounds from the clipped gradients, which the optimizer reads as
+  // stored (plain SGD: O1 and O4).
+  apply_stored_gradient_bounds(c, clipped, model, clipped_bounds);
   const bool buffer = info(c.optimizer.kind).buffer, second = info(c.optimizer.kind).second_moment;
   for (Output o : all_outputs) {
     const bool optimizer_output =

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sgdc/reference/float32.hpp"
 
@@ -28,6 +30,16 @@ double Format::max_finite() const {
 }
 
 double Format::min_subnormal() const { return std::ldexp(1.0, min_exponent - fraction_bits); }
+
+double round_to_format(double v, const Format& f) {
+  if (!std::isfinite(v) || v == 0.0) return v;
+  const int exponent = std::max(std::ilogb(v), f.min_exponent);
+  // Scaling by a power of two is exact; nearbyint rounds to nearest, ties to even.
+  const double quantum = std::ldexp(1.0, exponent - f.fraction_bits);
+  const double r = std::nearbyint(v / quantum) * quantum;
+  return std::abs(r) > f.max_finite() ? std::copysign(std::numeric_limits<double>::infinity(), v)
+                                      : r;
+}
 
 bool Format::narrower_than_float32() const { return !(*this == formats::float32); }
 
@@ -72,6 +84,37 @@ OperationModel operation_model(const ErrorModel& model) {
   const double u = 3.0 * unit < 1.0 ? 3.0 * unit / (1.0 - 3.0 * unit) : 1.0;
   return {u, 2.0 * eta_f * (1.0 + u), ieee ? eta_f : smallest_normal,
           std::min(float32_max, f.max_finite())};
+}
+
+bool Stages::declared() const {
+  return param.narrower_than_float32() || reduce.narrower_than_float32() ||
+         master.narrower_than_float32();
+}
+
+std::string stages_problem(const Stages& s) {
+  if (!s.declared()) return {};
+  for (const auto& [name, f] :
+       {std::pair{"param_dtype", s.param}, std::pair{"reduce_dtype", s.reduce},
+        std::pair{"master_dtype", s.master}}) {
+    if (const std::string problem = format_problem(f); !problem.empty())
+      return std::string(name) + ": " + problem;
+  }
+  // Section 18: the per-rank roundings are decided only where the compute copy is
+  // narrower than the float32 accumulation; a float32 compute copy with a narrower
+  // reduction would need each rank's float32 gradient, which no ordering fixes.
+  if (!s.param.narrower_than_float32())
+    return "param_dtype float32 with reduce_dtype " + to_string(s.reduce) + " or master_dtype " +
+           to_string(s.master) +
+           ": a narrower stage after a float32 compute copy is not modelled (declare "
+           "param_dtype too, or compute_format)";
+  if (s.master.narrower_than_float32() && !(s.master == s.param))
+    return "master_dtype " + to_string(s.master) + " with param_dtype " + to_string(s.param) +
+           ": the compute copy must be the master weights' format or narrower than float32 "
+           "master weights";
+  if (s.reduce.narrower_than_float32() && !(s.reduce == s.param))
+    return "reduce_dtype " + to_string(s.reduce) + " with param_dtype " + to_string(s.param) +
+           ": a reduction narrower than float32 must be in the compute copy's format";
+  return {};
 }
 
 Subnormals parse_subnormals(const char* text) {

@@ -188,6 +188,9 @@ StepValues<Scalar> evaluate_step(const Case& c) {
 
 template StepValues<Rational> evaluate_step<Rational>(const Case&);
 template StepValues<HighPrecision> evaluate_step<HighPrecision>(const Case&);
+template void apply_optimizer<Rational>(const Case&, const Matrix<Rational>&,
+                                        const Matrix<Rational>&, const Matrix<Rational>&,
+                                        const Matrix<Rational>&, StepValues<Rational>&);
 template void apply_optimizer<Quadratic>(const Case&, const Matrix<Quadratic>&,
                                          const Matrix<Quadratic>&, const Matrix<Quadratic>&,
                                          const Matrix<Quadratic>&, StepValues<Quadratic>&);

@@ -274,4 +274,38 @@ void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const E
       bounds.bias, bounds.bias_from_grad, bounds.momentum_bias);
 }
 
+void apply_stored_gradient_bounds(const Case& c, const ExactMagnitudes& exact,
+                                  const ErrorModel& model, StepBounds& bounds) {
+  const std::size_t dk = c.kernel.size(), k = c.bias.size();
+  bounds.kernel.resize(dk);
+  bounds.bias.resize(k);
+  bounds.kernel_from_grad.resize(dk);
+  bounds.bias_from_grad.resize(k);
+  if (c.optimizer.kind != Optimizer::Kind::sgd)
+    return apply_optimizer_bounds(c, exact, model, bounds);
+  // Plain SGD is momentum 0 from a fresh buffer: the buffer is ge, the update (O1, O4)
+  // p - lr ge; ge's magnitude enters as the upper bound |g| + wd |p|. The buffer's
+  // bounds go.
+  Case as_momentum = c;
+  Optimizer& o = as_momentum.optimizer;
+  o.kind = Optimizer::Kind::momentum;
+  o.momentum = 0.0f;
+  o.dampening = 0.0f;
+  o.nesterov = false;
+  o.decay = Optimizer::Decay::coupled;
+  ExactMagnitudes with_buffer = exact;
+  const double wd = std::abs(static_cast<double>(c.optimizer.weight_decay));
+  auto ge = [wd](const std::vector<double>& g, const std::vector<float>& p) {
+    std::vector<double> out(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i)
+      out[i] = g[i] + wd * std::abs(static_cast<double>(p[i]));
+    return out;
+  };
+  with_buffer.momentum_kernel = ge(exact.grad_kernel, c.kernel);
+  with_buffer.momentum_bias = ge(exact.grad_bias, c.bias);
+  apply_optimizer_bounds(as_momentum, with_buffer, model, bounds);
+  bounds.momentum_kernel.clear();
+  bounds.momentum_bias.clear();
+}
+
 }  // namespace sgdc::reference

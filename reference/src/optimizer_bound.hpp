@@ -15,4 +15,11 @@ namespace sgdc::reference {
 void apply_optimizer_bounds(const Case& c, const ExactMagnitudes& exact, const ErrorModel& model,
                             StepBounds& bounds);
 
+/// The bounds of the optimizer's outputs for a gradient the implementation stores before
+/// its optimizer reads it (mixed precision by stage, docs/error-model.md section 18):
+/// `apply_optimizer_bounds`, and for plain SGD the update of that gradient (O1, O4),
+/// where (U) lets lr fold into the gradient's scale. Sizes the parameters' bounds.
+void apply_stored_gradient_bounds(const Case& c, const ExactMagnitudes& exact,
+                                  const ErrorModel& model, StepBounds& bounds);
+
 }  // namespace sgdc::reference

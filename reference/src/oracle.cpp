@@ -1,5 +1,6 @@
 #include "sgdc/reference/oracle.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -7,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "clipped_step.hpp"
 #include "clipping_bound.hpp"
 #include "optimizer_bound.hpp"
 #include "sgdc/reference/certified_step.hpp"
 #include "sgdc/reference/error_bound.hpp"
 #include "sgdc/reference/rounded_step.hpp"
+#include "staged_step.hpp"
 
 namespace sgdc::reference {
 
@@ -170,21 +173,133 @@ void release(std::vector<T>& v) {
   std::vector<T>().swap(v);
 }
 
+// Mixed precision by stage (docs/error-model.md, section 18): the loss and the reduced
+// gradients from the staged simulation, where they lie; the optimizer's outputs exactly
+// from the gradients' centers, bounded in the master weights' format from the gradients'
+// radii. Into `values` and `bounds`, as the exact step and its bounds would be.
+void staged_step(const Case& as_given, const ErrorModel& model, RoundedStep& values,
+                 StepBounds& bounds) {
+  const StagedGradients staged = staged_gradients(as_given, model);
+  // The optimizer reads the parameters and state as the master weights hold them: the
+  // case's rounded to their format, exactly.
+  const Format& master = model.stages.master;
+  // A value beyond the format's range is held as +-inf: whatever reads it may be
+  // anything (flagged below; the value itself kept for the finite others).
+  std::optional<Case> stored;
+  std::vector<char> kernel_over(as_given.kernel.size(), 0), bias_over(as_given.bias.size(), 0);
+  if (master.narrower_than_float32()) {
+    stored = as_given;
+    for (auto [v, over] : {std::pair{&stored->kernel, &kernel_over},
+                           {&stored->bias, &bias_over},
+                           {&stored->momentum_kernel, &kernel_over},
+                           {&stored->momentum_bias, &bias_over},
+                           {&stored->second_moment_kernel, &kernel_over},
+                           {&stored->second_moment_bias, &bias_over}}) {
+      for (std::size_t e = 0; e < v->size(); ++e) {
+        const double held = round_to_format((*v)[e], master);
+        if (std::isinf(held))
+          (*over)[e] = 1;
+        else
+          (*v)[e] = static_cast<float>(held);
+      }
+    }
+  }
+  const Case& c = stored ? *stored : as_given;
+  auto value = [](const StagedValue& v) {
+    return RoundedValue{static_cast<float>(v.center), v.center};
+  };
+  auto bound = [](const StagedValue& v) { return ElementBound{v.radius, v.may_overflow}; };
+  values.loss = {value(staged.loss)};
+  bounds.loss = {bound(staged.loss)};
+  StepValues<Rational> exact;
+  exact.grad_kernel.resize(c.d, c.k);
+  exact.grad_bias.resize(1, c.k);
+  for (const auto& [from, to, into, into_bounds] :
+       {std::tuple{&staged.grad_kernel, &exact.grad_kernel, &values.grad_kernel,
+                   &bounds.grad_kernel},
+        std::tuple{&staged.grad_bias, &exact.grad_bias, &values.grad_bias, &bounds.grad_bias}}) {
+    for (std::size_t e = 0; e < from->size(); ++e) {
+      to->data()[e] = Rational((*from)[e].center);
+      into->push_back(value((*from)[e]));
+      into_bounds->push_back(bound((*from)[e]));
+    }
+  }
+  if (!c.clip) {
+    Matrix<Rational> w(c.d, c.k), b(1, c.k);
+    for (std::size_t e = 0; e < c.kernel.size(); ++e)
+      w.data()[e] = Rational(static_cast<double>(c.kernel[e]));
+    for (std::size_t e = 0; e < c.bias.size(); ++e)
+      b.data()[e] = Rational(static_cast<double>(c.bias[e]));
+    apply_optimizer(c, w, b, exact.grad_kernel, exact.grad_bias, exact);
+  }
+  round_optimizer_outputs(c, exact, values);
+  values.fallback_elements = values.elements();
+  values.exact_evaluated = true;
+
+  ExactMagnitudes mag;
+  mag.grad_kernel = magnitudes(values.grad_kernel);
+  mag.grad_bias = magnitudes(values.grad_bias);
+  mag.kernel = magnitudes(values.kernel);
+  mag.bias = magnitudes(values.bias);
+  mag.momentum_kernel = magnitudes(values.momentum_kernel);
+  mag.momentum_bias = magnitudes(values.momentum_bias);
+  mag.second_moment_kernel = magnitudes(values.second_moment_kernel);
+  mag.second_moment_bias = magnitudes(values.second_moment_bias);
+  mag.loss = values.loss[0].value;
+  // The optimizer runs on the master weights: in their format, float32's u when float32.
+  const ErrorModel optimizer_model{
+      .u = master.narrower_than_float32() ? master.unit_roundoff() : model.u,
+      .subnormals = model.subnormals,
+      .format = master};
+  apply_stored_gradient_bounds(c, mag, optimizer_model, bounds);
+  if (c.clip) apply_clipping_bounds(c, mag, optimizer_model, bounds);
+  // The state as stored: a fresh buffer is a copy of the gradient, which the master
+  // weights' format rounds once more.
+  if (stored) {
+    const double unit = master.unit_roundoff();
+    for (Output o : {Output::momentum_kernel, Output::momentum_bias, Output::second_moment_kernel,
+                     Output::second_moment_bias})
+      for (std::size_t e = 0; e < bounds[o].size(); ++e)
+        bounds[o][e].bound += unit * (std::abs(values[o][e].value) + bounds[o][e].bound);
+  }
+  for (auto [over, outputs] :
+       {std::pair{&kernel_over, std::array{Output::kernel, Output::momentum_kernel,
+                                           Output::second_moment_kernel}},
+        std::pair{&bias_over,
+                  std::array{Output::bias, Output::momentum_bias, Output::second_moment_bias}}})
+    for (Output o : outputs)
+      for (std::size_t e = 0; e < bounds[o].size() && e < over->size(); ++e)
+        if ((*over)[e]) bounds[o][e] = {std::numeric_limits<double>::infinity(), true};
+  // update_rule reads p - lr g from the case's own p: the stored one differs by this.
+  for (std::size_t e = 0; stored && e < c.kernel.size(); ++e)
+    bounds.kernel_from_grad[e] += std::abs(static_cast<double>(as_given.kernel[e]) - c.kernel[e]);
+  for (std::size_t e = 0; stored && e < c.bias.size(); ++e)
+    bounds.bias_from_grad[e] += std::abs(static_cast<double>(as_given.bias[e]) - c.bias[e]);
+}
+
 Expectation expect_with(const Case& c, const ErrorModel& model,
                         RoundedStep (*evaluate)(const Case&)) {
   c.validate();
   if (const std::string problem = format_problem(model.format); !problem.empty())
     throw std::invalid_argument("compute format: " + problem);
+  if (const std::string problem = stages_problem(model.stages); !problem.empty())
+    throw std::invalid_argument("precision: " + problem);
+  const bool staged = model.stages.declared();
+  if (staged && model.format.narrower_than_float32())
+    throw std::invalid_argument("precision: stages and a compute format " +
+                                to_string(model.format) + " both declared; declare one");
   const Poison poison = find_poison(c);
   // Outputs that do not depend on the non-finite inputs are computed with those inputs
   // read as zero, which leaves them unchanged. A finite case is used as it is, not copied.
   std::optional<Case> zeroed;
   if (poison.any) zeroed = with_nonfinite_as_zero(c);
   const Case& finite = zeroed ? *zeroed : c;
-  RoundedStep exact = evaluate(finite);
-
+  RoundedStep exact;
   StepBounds bounds;
-  {
+  if (staged) {
+    staged_step(finite, model, exact, bounds);
+  } else {
+    exact = evaluate(finite);
     ExactMagnitudes mag;
     mag.residual = magnitudes(exact.residual);
     mag.grad_kernel = magnitudes(exact.grad_kernel);

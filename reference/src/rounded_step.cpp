@@ -27,27 +27,14 @@ std::vector<RoundedValue> round_all(const M& m) {
 }
 }  // namespace
 
-RoundedStep round_exact_step(const Case& c) {
-  const StepValues<Rational> exact = evaluate_step<Rational>(c);
-  RoundedStep s;
-  s.residual.reserve(static_cast<std::size_t>(exact.residual.size()));
-  for (Eigen::Index i = 0; i < exact.residual.rows(); ++i) {
-    for (Eigen::Index j = 0; j < exact.residual.cols(); ++j) {
-      s.residual.push_back(round_to_double(exact.residual(i, j)));
-    }
-  }
-  s.loss = {round_both(exact.loss)};
-  s.kernel = round_all(exact.kernel);
-  s.bias = round_all(exact.bias);
-  s.grad_kernel = round_all(exact.grad_kernel);
-  s.grad_bias = round_all(exact.grad_bias);
+void round_optimizer_outputs(const Case& c, const StepValues<Rational>& exact, RoundedStep& s) {
   if (c.clip) {
     // The optimizer reads the clipped gradients, in Q(sqrt S) (clipped_step.hpp).
     round_clipped_optimizer(c, exact, s);
-    s.fallback_elements = s.elements();
-    s.exact_evaluated = true;
-    return s;
+    return;
   }
+  s.kernel = round_all(exact.kernel);
+  s.bias = round_all(exact.bias);
   s.momentum_kernel = round_all(exact.momentum_kernel);
   s.momentum_bias = round_all(exact.momentum_bias);
   s.second_moment_kernel = round_all(exact.second_moment_kernel);
@@ -79,6 +66,21 @@ RoundedStep round_exact_step(const Case& c) {
         parameters(c.kernel, exact.grad_kernel, exact.momentum_kernel, exact.second_moment_kernel);
     s.bias = parameters(c.bias, exact.grad_bias, exact.momentum_bias, exact.second_moment_bias);
   }
+}
+
+RoundedStep round_exact_step(const Case& c) {
+  const StepValues<Rational> exact = evaluate_step<Rational>(c);
+  RoundedStep s;
+  s.residual.reserve(static_cast<std::size_t>(exact.residual.size()));
+  for (Eigen::Index i = 0; i < exact.residual.rows(); ++i) {
+    for (Eigen::Index j = 0; j < exact.residual.cols(); ++j) {
+      s.residual.push_back(round_to_double(exact.residual(i, j)));
+    }
+  }
+  s.loss = {round_both(exact.loss)};
+  s.grad_kernel = round_all(exact.grad_kernel);
+  s.grad_bias = round_all(exact.grad_bias);
+  round_optimizer_outputs(c, exact, s);
   s.fallback_elements = s.elements();
   s.exact_evaluated = true;
   return s;

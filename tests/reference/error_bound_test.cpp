@@ -87,8 +87,7 @@ std::map<std::string, Ratios> soundness(const properties::CaseProfile& profile, 
     std::vector<std::pair<ErrorModel, Expectation>> expectations;
     auto expectation = [&](const ErrorModel& m) -> const Expectation& {
       for (const auto& [model, e] : expectations) {
-        if (model.u == m.u && model.subnormals == m.subnormals && model.format == m.format)
-          return e;
+        if (model == m) return e;
       }
       return expectations.emplace_back(m, expect(c, m)).second;
     };
@@ -115,14 +114,18 @@ std::map<std::string, Ratios> soundness(const properties::CaseProfile& profile, 
 // them like sqrt(m) u (docs/error-model.md, section 10).
 // With clipping (`clipped`), the parameters read the norm, a sum over every gradient
 // element, and sit lower like the sums' outputs: every output must still come within a
-// factor of 10 on some case.
+// factor of 10 on some case. So must a step in bfloat16 stages (docs/error-model.md,
+// section 18); where its reduction or master weights are bfloat16, the parameters read a
+// gradient or round in that format's worst case, and sit lower too.
 void expect_tight(std::map<std::string, Ratios>& ratios, bool clipped = false) {
   for (auto& [name, r] : ratios) {
     if (name.find("float64") != std::string::npos || name.find("-matmul") != std::string::npos)
       continue;
     EXPECT_GT(r.max(), 0.1) << name;
     const bool parameter = name.ends_with(" kernel") || name.ends_with(" bias");
-    if (parameter && !clipped) EXPECT_GE(r.median(), 0.1) << name;
+    const bool narrow_stage = name.find("bf16-master") != std::string::npos ||
+                              name.find("-bf16-reduce") != std::string::npos;
+    if (parameter && !clipped && !narrow_stage) EXPECT_GE(r.median(), 0.1) << name;
   }
 }
 

@@ -4,6 +4,7 @@ served by the kit's FSDP2 harness (`sgdc_adapter.torch.serve_fsdp2`: the rank wo
 loading each case into the ranks' shards and reading them back; docs/sharded.md).
 
     conformance/python/run-adapter conformance/python/adapters/torch_fsdp2_step.py [--mutant NAME] [--even-batches] [--clip]
+        [--param-dtype float32|bfloat16]
 
 The user's part is below: an nn.Linear, one `fully_shard` that sums the ranks'
 gradients, torch.optim's SGD, Adam or AdamW (the kit's default optimizer_fn) and the
@@ -16,7 +17,10 @@ Mutants (--mutant, each a bug a user of FSDP2 could write; the suite must reject
   missing_average      each rank's loss scaled by S / (N * K), as for FSDP2's default
                        average, while the gradients are summed: S times the gradient
   reduce_dtype_bf16    MixedPrecisionPolicy(reduce_dtype=torch.bfloat16): the gradients
-                       are reduced in bfloat16 (rounded to 8 bits even at S = 1)
+                       are reduced in bfloat16 (rounded to 8 bits even at S = 1); with
+                       --param-dtype bfloat16, MixedPrecisionPolicy(param_dtype=
+                       torch.bfloat16, reduce_dtype=torch.bfloat16) while the precision
+                       declared reduces in float32
   drop_remainder_rows  each rank takes N // S rows (DistributedSampler's drop_last): the
                        N % S remainder rows are lost
   per_rank_mse_loss    the tutorials' configuration: fully_shard's default average of each
@@ -32,6 +36,12 @@ Mutants (--mutant, each a bug a user of FSDP2 could write; the suite must reject
                        gradients by their norm alone, `torch.linalg.vector_norm` of the
                        local tensors, where clip_grad_norm_'s norm over the DTensors
                        is the global one
+  master_bf16          (with --param-dtype bfloat16's declaration) the parameters stored
+                       in bfloat16: the Linear converted with .to(torch.bfloat16) before
+                       fully_shard, MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                       reduce_dtype=torch.float32), so that the optimizer keeps its state
+                       and updates the parameters in bfloat16 where float32 master
+                       weights are declared
 
 --clip calls `torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)` between the
 backward and the optimizer's step, on FSDP2's sharded DTensor gradients, and declares it:
@@ -41,11 +51,21 @@ the recipe's clipping with max_norm MAX_NORM and torch's eps, 1e-6 (docs/spec/st
 --even-batches declares the recipe's even batches (N always a multiple of num_shards, as a
 padding DistributedSampler guarantees). Under it per_rank_mse_loss is the batch's mean and
 conforms; undeclared it is rejected.
+
+--param-dtype bfloat16 computes in bfloat16 over float32 parameters, FSDP2's usual
+mixed precision: MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+reduce_dtype=torch.float32) (the layer's inputs cast to bfloat16, the gradients summed
+in float32), declared stage by stage: precision {"param_dtype": "bfloat16",
+"reduce_dtype": "float32", "master_dtype": "float32"}. --param-dtype float32 declares
+that precision all float32. Without --param-dtype no precision is declared (the
+float32 step of before). replicated_state ignores the policy (no fully_shard).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import sgdc_adapter.torch
@@ -56,30 +76,47 @@ if __name__ != "__main__":  # only the ranks (which import this file) run torch
     import torch.distributed.fsdp as fsdp
     import torch.nn.functional as F
 MUTANTS = ("mean_of_shard_means", "missing_average", "reduce_dtype_bf16", "drop_remainder_rows",
-           "per_rank_mse_loss", "replicated_state", "clip_local_shard_norm")
+           "per_rank_mse_loss", "replicated_state", "clip_local_shard_norm", "master_bf16")
+PARAM_DTYPES = ("float32", "bfloat16")  # --param-dtype's choices
 MAX_NORM = 1.0  # --clip's max_norm
+
+
+def dtype(name: Any) -> Any:
+    """The torch dtype of a name ("bfloat16"), a torch dtype as it is, None as None: the
+    coordinator, which imports no torch, names dtypes in the partials it sends."""
+    return getattr(torch, name) if isinstance(name, str) else name
 
 
 def model_fn(d: int, k: int) -> Any:
     return torch.nn.Linear(d, k)
 
 
-def parallelize_fn(model: Any, mesh: Any, reduce_dtype: Any = None) -> None:
+def bf16_model_fn(d: int, k: int) -> Any:
+    return torch.nn.Linear(d, k).to(torch.bfloat16)  # bfloat16 master weights
+
+
+def parallelize_fn(model: Any, mesh: Any, reduce_dtype: Any = None,
+                   param_dtype: Any = None) -> None:
     # Resharded after the forward and gathered again for the backward, as every layer
     # of a model but its root is by default; summed, not averaged: each rank's loss is
     # already its share of the whole batch's mean (gloo has no PREMUL_SUM).
-    fsdp.fully_shard(model, mesh=mesh, reshard_after_forward=True,
-                     mp_policy=fsdp.MixedPrecisionPolicy(reduce_dtype=reduce_dtype))
+    policy = fsdp.MixedPrecisionPolicy(param_dtype=dtype(param_dtype),
+                                       reduce_dtype=dtype(reduce_dtype))
+    fsdp.fully_shard(model, mesh=mesh, reshard_after_forward=True, mp_policy=policy)
     model.set_gradient_divide_factor(1.0)
     model.set_force_sum_reduction_for_comms(True)
 
 
-def bf16_reduction(model: Any, mesh: Any) -> None:
-    parallelize_fn(model, mesh, reduce_dtype=torch.bfloat16)
+def bf16_reduction(model: Any, mesh: Any, param_dtype: Any = None) -> None:
+    parallelize_fn(model, mesh, reduce_dtype=torch.bfloat16, param_dtype=param_dtype)
 
 
-def averaged(model: Any, mesh: Any) -> None:
-    fsdp.fully_shard(model, mesh=mesh)  # FSDP2's default: the ranks' gradients averaged
+def averaged(model: Any, mesh: Any, param_dtype: Any = None) -> None:
+    if param_dtype is None:
+        fsdp.fully_shard(model, mesh=mesh)  # FSDP2's default: the ranks' gradients averaged
+        return
+    fsdp.fully_shard(model, mesh=mesh, mp_policy=fsdp.MixedPrecisionPolicy(
+        param_dtype=dtype(param_dtype), reduce_dtype=torch.float32))
 
 
 def per_rank_mse_loss(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
@@ -169,6 +206,25 @@ def clip_local_shard_norm(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
     return loss
 
 
+def precision_of(param_dtype: str) -> dict[str, str]:
+    """The precision declared for --param-dtype: the compute copy in `param_dtype`, the
+    gradients summed and the parameters and state kept in float32."""
+    return {"param_dtype": param_dtype, "reduce_dtype": "float32", "master_dtype": "float32"}
+
+
+def with_param_dtype(mutant: str | None, param_dtype: str) -> Callable[..., None]:
+    """The parallelize function of `mutant` (None: the correct one) under a
+    MixedPrecisionPolicy whose param_dtype is `param_dtype`; reduce_dtype float32 but
+    for reduce_dtype_bf16's."""
+    if mutant == "replicated_state":
+        return replicate  # no fully_shard, no policy
+    if mutant == "reduce_dtype_bf16":
+        return functools.partial(bf16_reduction, param_dtype=param_dtype)
+    if mutant == "per_rank_mse_loss":
+        return functools.partial(averaged, param_dtype=param_dtype)
+    return functools.partial(parallelize_fn, param_dtype=param_dtype, reduce_dtype="float32")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one FSDP2 usage bug")
@@ -176,8 +232,14 @@ def main() -> None:
                         help="declare that N is always a multiple of num_shards")
     parser.add_argument("--clip", action="store_true",
                         help=f"clip_grad_norm_ to {MAX_NORM} before the step, declared")
+    parser.add_argument("--param-dtype", choices=PARAM_DTYPES,
+                        help="MixedPrecisionPolicy(param_dtype=..., reduce_dtype=float32), "
+                             "declared as the precision by stage")
     args = parser.parse_args()
     mutant = args.mutant
+    if mutant == "master_bf16" and args.param_dtype not in (None, "bfloat16"):
+        parser.error("--mutant master_bf16 computes in bfloat16: it takes --param-dtype "
+                     "bfloat16 or none")
     parallelize = {"reduce_dtype_bf16": bf16_reduction, "replicated_state": replicate,
                    "per_rank_mse_loss": averaged}
     train = {"mean_of_shard_means": mean_of_shard_means, "missing_average": missing_average,
@@ -189,11 +251,21 @@ def main() -> None:
         recipe["even_batches"] = True
     if clip:
         recipe["clipping"] = {"max_norm": MAX_NORM, "eps": 1e-6}
+    declarations: dict[str, Any] = {"recipe": recipe} if recipe else {}
+    make_model: Callable[[int, int], Any] = model_fn
+    parallelize_model: Callable[..., None] = parallelize.get(mutant, parallelize_fn)
+    param_dtype = "bfloat16" if mutant == "master_bf16" else args.param_dtype
+    if param_dtype is not None:
+        parallelize_model = with_param_dtype(mutant, param_dtype)
+        declarations["precision"] = precision_of(param_dtype)
+    if mutant == "master_bf16":
+        make_model = bf16_model_fn
     name = "torch-fsdp2" if mutant is None else f"torch-fsdp2-mutant-{mutant}"
+    name += "-clip" if args.clip else ""
+    name += f"-param-{args.param_dtype}" if args.param_dtype else ""
     sgdc_adapter.torch.serve_fsdp2(
-        model_fn, parallelize.get(mutant, parallelize_fn),
-        train_step=train.get(mutant, clipped if clip else None),
-        name=name + ("-clip" if args.clip else ""), **({"recipe": recipe} if recipe else {}))
+        make_model, parallelize_model, train_step=train.get(mutant, clipped if clip else None),
+        name=name, **declarations)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""FSDP2 as you configure it: your fully_shard nesting, a bfloat16 MixedPrecisionPolicy,
-AdamW without decay on biases. Run: sgd-conformance run --impl 'python3 THIS_FILE.py'"""
+"""FSDP2 as you configure it: your fully_shard nesting, a bfloat16 MixedPrecisionPolicy
+(compute in bfloat16, gradients summed in float32, float32 parameters and AdamW state),
+declared stage by stage as `precision`; AdamW without decay on biases.
+Run: sgd-conformance run --impl 'python3 THIS_FILE.py'"""
 import torch
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
@@ -34,6 +36,8 @@ def adamw(params: list[nn.Parameter], case_optimizer: object) -> torch.optim.Opt
 
 if __name__ == "__main__":  # the ranks import this file
     serve_fsdp2(Model, parallelize, adamw, name="my-fsdp2-adamw-bf16",
-                compute_format="bfloat16",  # AdamW alone, its biases in a group without decay
+                # The policy's stages (master_dtype: float32, the parameters as model_fn made them).
+                precision={"param_dtype": "bfloat16", "reduce_dtype": "float32"},
+                # AdamW alone, its biases in a group without decay.
                 recipe={"optimizers": ["adam"], "bias_group": {"weight_decay": 0}},
                 momentum=None, adam={"weight_decay": ["decoupled"]})

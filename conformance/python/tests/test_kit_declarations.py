@@ -129,3 +129,79 @@ def test_invalid_compute_formats(fmt: Any, message: str) -> None:
     with pytest.raises(ValueError) as info:
         sgdc_adapter.Adapter(numpy_step, name="a", version="0", compute_format=fmt)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("precision, sent", [
+    ({"param_dtype": "bfloat16", "reduce_dtype": "float32", "master_dtype": "float32"},
+     {"param_dtype": "bfloat16", "reduce_dtype": "float32", "master_dtype": "float32"}),
+    ({"master_dtype": "float16", "param_dtype": "float16"},  # sent in the keys' order
+     {"param_dtype": "float16", "master_dtype": "float16"}),
+    ({"param_dtype": "bfloat16"}, {"param_dtype": "bfloat16"}),  # defaults not filled in
+    ({}, {}),
+])
+def test_precision_is_sent_as_given(precision: dict[str, Any], sent: dict[str, str]) -> None:
+    hello = sgdc_adapter.Adapter(numpy_step, name="a", version="0", precision=precision).hello
+    assert hello["precision"] == sent and list(hello["precision"]) == list(sent)
+    assert "compute_format" not in hello
+    assert "unit_roundoff" not in hello  # the suite's, from the stages
+    both = sgdc_adapter.Adapter(numpy_step, name="a", version="0", precision=precision,
+                                unit_roundoff=2**-6).hello
+    assert both["unit_roundoff"] == 2**-6
+
+
+def test_no_precision_declared_sends_none() -> None:
+    assert "precision" not in sgdc_adapter.Adapter(numpy_step, name="a", version="0").hello
+
+
+@pytest.mark.parametrize("module, dtypes", [
+    ("numpy", lambda np: (np.float16, np.dtype("float32"), np.dtype("float16"))),
+    ("torch", lambda torch: (torch.float16, torch.float32, torch.bfloat16)),
+    ("jax.numpy", lambda jnp: (jnp.float16, jnp.dtype("float32"), jnp.bfloat16)),
+])
+def test_precision_takes_framework_dtypes_by_name(module: str, dtypes: Any) -> None:
+    param, reduce, master = dtypes(pytest.importorskip(module))
+    hello = sgdc_adapter.Adapter(numpy_step, name="a", version="0",
+                                 precision={"param_dtype": param, "reduce_dtype": reduce,
+                                            "master_dtype": master}).hello
+    assert hello["precision"] == {"param_dtype": "float16", "reduce_dtype": "float32",
+                                  "master_dtype": "float16" if module == "numpy" else "bfloat16"}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"precision": {"reduce_dtype": "fp8"}},
+     "precision.reduce_dtype must be one of float32, bfloat16, float16, got 'fp8'"),
+    ({"precision": {"param_dtype": "float64"}},
+     "precision.param_dtype must be one of float32, bfloat16, float16, got 'float64'"),
+    ({"precision": {"master_dtype": "tf32"}}, "precision.master_dtype must be one of"),
+    ({"precision": {"param_dtype": None}}, "precision.param_dtype must be one of float32, "
+                                           "bfloat16, float16, got None"),
+    ({"precision": {"compute_dtype": "bfloat16"}},
+     "precision: unknown key 'compute_dtype'; the keys are param_dtype, reduce_dtype, "
+     "master_dtype"),
+    ({"precision": "bfloat16"}, "precision must be a mapping with keys param_dtype, "
+                                "reduce_dtype, master_dtype; got 'bfloat16'"),
+    ({"precision": {"param_dtype": "bfloat16"}, "compute_format": "bfloat16"},
+     "precision and compute_format 'bfloat16' are both declared"),
+    ({"precision": {}, "compute_format": "tf32"},
+     "precision and compute_format 'tf32' are both declared"),
+    ({"precision": {"reduce_dtype": "float32"},
+      "compute_format": {"fraction_bits": 10, "min_exponent": -14, "max_exponent": 15}},
+     "are both declared"),
+])
+def test_invalid_precisions(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        sgdc_adapter.Adapter(numpy_step, name="a", version="0", **kwargs)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("fmt", ["float32", {"fraction_bits": 23, "min_exponent": -126,
+                                             "max_exponent": 127}])
+def test_precision_with_a_float32_compute_format(fmt: Any) -> None:
+    hello = sgdc_adapter.Adapter(numpy_step, name="a", version="0", compute_format=fmt,
+                                 precision={"param_dtype": "bfloat16"}).hello
+    assert hello["compute_format"] == fmt and hello["precision"] == {"param_dtype": "bfloat16"}
+
+
+def test_precision_is_in_the_hello_the_suite_reads(fake_suite: Any) -> None:
+    suite = fake_suite(numpy_step, precision={"param_dtype": "bfloat16", "reduce_dtype": "float32"})
+    assert suite.hello()["precision"] == {"param_dtype": "bfloat16", "reduce_dtype": "float32"}

@@ -261,3 +261,83 @@ def test_clipping_conforms_only_as_declared(sgdc: Any, train_step: Any, recipe: 
     assert result.verdict == verdict, result.text
     if named is not None:
         assert named in result.text, result.text
+
+
+
+def bfloat16_linear(d: int, k: int) -> Any:
+    return torch.nn.Linear(d, k).to(torch.bfloat16)
+
+
+def float16_linear(d: int, k: int) -> Any:
+    return torch.nn.Linear(d, k).to(torch.float16)
+
+
+def bfloat16_step(model: Any, optimizer: Any, x: Any, y: Any) -> Any:
+    """The usual step, its inputs cast to bfloat16 as FSDP2's cast_forward_inputs does."""
+    optimizer.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x.to(torch.bfloat16)).float(), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
+@pytest.mark.parametrize("model_fn, precision, message", [
+    (bfloat16_linear, None, "the Linear's weight is torch.bfloat16; the suite tests float32 "
+                            "parameters unless a precision is declared"),
+    (float16_linear, {"param_dtype": "bfloat16"},
+     "the Linear's weight is torch.float16; the suite tests parameters stored in float32 or a "
+     "dtype the declared precision names (float32, bfloat16)"),
+])
+def test_a_narrower_linear_needs_a_precision_naming_its_dtype(model_fn: Any, precision: Any,
+                                                               message: str) -> None:
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        TorchHarness(model_fn, precision=precision)(parsed(WORKED))
+
+
+def bfloat16_values(a: np.ndarray) -> bool:
+    """Whether every float32 value of `a` is a bfloat16 one (its low 16 bits zero)."""
+    return a.dtype == F32 and not (a.view(np.uint32) & 0xFFFF).any()
+
+
+def as_bfloat16(a: np.ndarray, transposed: bool = False) -> Any:
+    return torch.from_numpy(np.ascontiguousarray(a.T if transposed else a)).to(torch.bfloat16)
+
+
+@pytest.mark.parametrize("case", [
+    with_adam(make_case(4, 3, 2, step=5, lr=0.01, seed=7), weight_decay=0.01, seed=8),
+    with_momentum(make_case(4, 3, 2, seed=9), momentum=0.5, seed=10),
+])
+def test_bfloat16_parameters_and_state_are_loaded_rounded_and_read_widened(
+        case: dict[str, Any]) -> None:
+    harness = TorchHarness(bfloat16_linear, train_step=bfloat16_step,
+                           precision={"param_dtype": torch.bfloat16,
+                                      "master_dtype": torch.bfloat16})
+    got = harness(parsed(case))
+    for key in ("kernel", "bias", "grad_kernel", "grad_bias", "momentum_kernel", "momentum_bias",
+                "second_moment_kernel", "second_moment_bias"):
+        assert key not in got or bfloat16_values(got[key]), key
+    # The same step by hand: the case rounded to bfloat16, the state in bfloat16 (as
+    # torch.optim makes it for bfloat16 parameters).
+    c = parsed(case)
+    model = bfloat16_linear(c.d, c.k)
+    with torch.no_grad():
+        model.weight.copy_(as_bfloat16(c.kernel, transposed=True))
+        model.bias.copy_(as_bfloat16(c.bias))
+    params = {"kernel": model.weight, "bias": model.bias}
+    optimizer = default_optimizer(list(params.values()), c.optimizer)
+    optimizer.param_groups[0]["lr"] = float(c.lr)
+    buffer = "exp_avg" if case["optimizer"] == "adam" else "momentum_buffer"
+    for ours, p in params.items():
+        transposed = ours == "kernel"
+        state = {buffer: as_bfloat16(getattr(c, "momentum_" + ours), transposed)}
+        if case["optimizer"] == "adam":
+            state["step"] = torch.tensor(float(c.step))
+            state["exp_avg_sq"] = as_bfloat16(getattr(c, "second_moment_" + ours), transposed)
+        optimizer.state[p] = state
+    bfloat16_step(model, optimizer, torch.from_numpy(c.x), torch.from_numpy(c.y))
+    for ours, p in params.items():
+        transposed = ours == "kernel"
+        for key, t in ((ours, p.detach()), ("momentum_" + ours, optimizer.state[p][buffer])):
+            want = t.float().numpy()
+            want = np.ascontiguousarray(want.T if transposed else want)
+            assert got[key].tobytes() == want.tobytes(), key

@@ -77,6 +77,33 @@ Entry clipping(std::string name, Kind kind, float eps, Bug bug, std::string desc
   return e;
 }
 
+// A step in mixed precision by stage as FSDP2 runs it (docs/spec/step.md, "Mixed
+// precision by stage"): computed in `computed`'s stages, declaring `declared`'s; sharded,
+// its ranks following num_shards. A variant where both agree, else a mutant.
+Entry staged(std::string name, reference::Stages computed, reference::Stages declared,
+             std::string description, std::string named_by = {}) {
+  Recipe recipe;
+  recipe.order = Order::sequential;
+  recipe.stages = computed;
+  reference::ErrorModel arithmetic;
+  arithmetic.stages = declared;
+  return {std::move(name),
+          computed == declared ? Kind::variant : Kind::mutant,
+          std::move(description),
+          recipe,
+          true,
+          arithmetic,
+          std::move(named_by)};
+}
+
+// FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32) on float32
+// master weights, and the stages a bug changes.
+constexpr reference::Stages bf16_params{.param = reference::formats::bfloat16};
+constexpr reference::Stages bf16_reduce{.param = reference::formats::bfloat16,
+                                        .reduce = reference::formats::bfloat16};
+constexpr reference::Stages bf16_master{.param = reference::formats::bfloat16,
+                                        .master = reference::formats::bfloat16};
+
 std::vector<Entry> make_catalogue() {
   std::vector<Entry> c;
   c.push_back({"float32", Kind::reference,
@@ -128,6 +155,17 @@ std::vector<Entry> make_catalogue() {
   c.push_back(reduced_matmul("bf16-matmul", reference::formats::bfloat16, true,
                              "products read their inputs rounded to bfloat16, accumulate in "
                              "float32; declares compute format bfloat16"));
+  c.push_back(staged("bf16-params", bf16_params, bf16_params,
+                     "FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32): "
+                     "x, W, b cast to bfloat16, the output and each rank's gradients rounded "
+                     "to it, the ranks' gradients summed in float32, float32 master weights; "
+                     "declares those stages"));
+  c.push_back(staged("bf16-params-bf16-reduce", bf16_reduce, bf16_reduce,
+                     "as bf16-params with reduce_dtype=bfloat16: the ranks' gradients summed "
+                     "in bfloat16; declares it"));
+  c.push_back(staged("bf16-master", bf16_master, bf16_master,
+                     "as bf16-params with the parameters and optimizer state stored in "
+                     "bfloat16 (no float32 master weights); declares it"));
   c.push_back(clipping("clip-torch", Kind::variant, 1e-6f, Bug::none,
                        "gradients clipped as torch.nn.utils.clip_grad_norm_ does: a norm per "
                        "tensor, their norm, max_norm / (norm + 1e-6) clamped to 1; declares "
@@ -343,6 +381,20 @@ std::vector<Entry> make_catalogue() {
                        "declares optax's clipping (eps 0), computes torch's max_norm / "
                        "(norm + 1e-6)",
                        "where optax's clip_by_global_norm (eps 0) is declared"));
+  c.push_back(staged("bf16-reduce-undeclared", bf16_reduce, bf16_params,
+                     "MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=bfloat16) "
+                     "declared with a float32 reduction: the ranks' gradients summed in "
+                     "bfloat16",
+                     "summed in bfloat16"));
+  c.push_back(staged("bf16-master-undeclared", bf16_master, bf16_params,
+                     "the model converted to bfloat16 before fully_shard, declared with "
+                     "float32 master weights: parameters and optimizer state stored and "
+                     "updated in bfloat16",
+                     "master weights"));
+  c.push_back(staged("bf16-params-not-applied", {}, bf16_params,
+                     "declares param_dtype=bfloat16 (the MixedPrecisionPolicy never passed "
+                     "to fully_shard), computes every stage in float32",
+                     "param_dtype"));
   return c;
 }
 

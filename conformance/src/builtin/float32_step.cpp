@@ -1,5 +1,7 @@
 #include "sgdc/conformance/builtin/float32_step.hpp"
 
+#include "staged_step.hpp"
+
 #include "adagrad_step.hpp"
 #include "adam_step.hpp"
 #include "clip_gradients.hpp"
@@ -119,18 +121,6 @@ const std::vector<float>& bias_buffer(const reference::Case& c, Bug bug, std::ve
   if (bug != Bug::buffer_shared || c.fresh_state()) return c.momentum_bias;
   tmp.assign(c.momentum_kernel.begin(), c.momentum_kernel.begin() + c.k);
   return tmp;
-}
-
-// v rounded to nearest (ties to even) in `f`, with gradual underflow below its smallest
-// normal and infinity past its largest finite value.
-float round_to(float v, const reference::Format& f) {
-  if (f == reference::formats::float32 || !std::isfinite(v) || v == 0.0f) return v;
-  int e = 0;
-  std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
-  const double quantum = std::ldexp(1.0, std::max(e - 1, f.min_exponent) - f.fraction_bits);
-  const double r = std::nearbyint(static_cast<double>(v) / quantum) * quantum;
-  if (std::abs(r) > f.max_finite()) return std::copysign(INFINITY, v);
-  return static_cast<float>(r);
 }
 
 template <class T>
@@ -415,31 +405,6 @@ reference::StepResult eigen_step(const reference::Case& c) {
   return out;
 }
 
-// The optimizer's outputs from the gradients in `out` (plain SGD and momentum here, Adam
-// and Adagrad by their own steps), as `recipe` computes them; no bug.
-void optimize(const reference::Case& c, const Recipe& recipe, reference::StepResult& out) {
-  if (c.optimizer.kind == reference::Optimizer::Kind::adam) return adam_step(c, recipe, out);
-  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad) return adagrad_step(c, recipe, out);
-  auto step = [&](const std::vector<float>& p, const std::vector<float>& g,
-                  const std::vector<float>& buffer, std::vector<float>& buffer_out) {
-    std::vector<float> next(p.size());
-    auto apply = [&](const auto& d) {
-      for (std::size_t i = 0; i < p.size(); ++i) {
-        using D = std::decay_t<decltype(d[i])>;
-        next[i] = static_cast<float>(recipe.fma_update ? std::fma(-D(c.lr), d[i], D(p[i]))
-                                                       : D(p[i]) - D(c.lr) * d[i]);
-      }
-    };
-    if (recipe.wide_state)
-      apply(direction<double>(c, p, g, buffer, buffer_out, Bug::none));
-    else
-      apply(direction<float>(c, p, g, buffer, buffer_out, Bug::none));
-    return next;
-  };
-  out.kernel = step(c.kernel, out.grad_kernel, c.momentum_kernel, out.momentum_kernel);
-  out.bias = step(c.bias, out.grad_bias, c.momentum_bias, out.momentum_bias);
-}
-
 // A step with clipping (docs/spec/step.md, "Gradient clipping"): the loss and its
 // gradients as without it, then the optimizer from the clipped gradients; the reported
 // gradients stay the loss's. A clipping bug as the recipe says.
@@ -472,8 +437,40 @@ reference::StepResult clipped_step(const reference::Case& c, const Recipe& recip
 
 }  // namespace
 
+// v rounded to nearest (ties to even) in `f`, with gradual underflow below its smallest
+// normal and infinity past its largest finite value.
+float round_to(float v, const reference::Format& f) {
+  return static_cast<float>(reference::round_to_format(v, f));
+}
+
+// The optimizer's outputs from the gradients in `out` (plain SGD and momentum here, Adam
+// and Adagrad by their own steps), as `recipe` computes them; no bug.
+void optimize(const reference::Case& c, const Recipe& recipe, reference::StepResult& out) {
+  if (c.optimizer.kind == reference::Optimizer::Kind::adam) return adam_step(c, recipe, out);
+  if (c.optimizer.kind == reference::Optimizer::Kind::adagrad) return adagrad_step(c, recipe, out);
+  auto step = [&](const std::vector<float>& p, const std::vector<float>& g,
+                  const std::vector<float>& buffer, std::vector<float>& buffer_out) {
+    std::vector<float> next(p.size());
+    auto apply = [&](const auto& d) {
+      for (std::size_t i = 0; i < p.size(); ++i) {
+        using D = std::decay_t<decltype(d[i])>;
+        next[i] = static_cast<float>(recipe.fma_update ? std::fma(-D(c.lr), d[i], D(p[i]))
+                                                       : D(p[i]) - D(c.lr) * d[i]);
+      }
+    };
+    if (recipe.wide_state)
+      apply(direction<double>(c, p, g, buffer, buffer_out, Bug::none));
+    else
+      apply(direction<float>(c, p, g, buffer, buffer_out, Bug::none));
+    return next;
+  };
+  out.kernel = step(c.kernel, out.grad_kernel, c.momentum_kernel, out.momentum_kernel);
+  out.bias = step(c.bias, out.grad_bias, c.momentum_bias, out.momentum_bias);
+}
+
 reference::StepResult float32_step(const reference::Case& c, const Recipe& recipe) {
   c.validate();
+  if (recipe.stages.declared()) return staged_step(c, recipe);
   if (c.clip) return clipped_step(c, recipe, float32_step);
   reference::StepResult out;
   if (recipe.order == Order::eigen && recipe.bug == Bug::none && !recipe.wide) {

@@ -324,6 +324,39 @@ reference::Format decode_format(const json& v) {
   return f;
 }
 
+// The hello reply's "precision": {"param_dtype": NAME, "reduce_dtype": NAME,
+// "master_dtype": NAME}, each optional; reduce_dtype defaults to param_dtype (as FSDP2's
+// reduce_dtype=None), the others to float32.
+reference::Stages decode_precision(const json& v) {
+  if (!v.is_object()) bad(fmt::format("precision is not an object: {}", show(v)));
+  constexpr const char* keys[] = {"param_dtype", "reduce_dtype", "master_dtype"};
+  for (const auto& [key, value] : v.items()) {
+    if (std::find_if(std::begin(keys), std::end(keys), [&](const char* k) { return key == k; }) ==
+        std::end(keys))
+      bad(
+          fmt::format("precision has an unknown field {}: expected param_dtype, reduce_dtype, "
+                      "master_dtype",
+                      show(json(key))));
+  }
+  auto dtype = [&](const char* key) -> std::optional<reference::Format> {
+    const auto it = v.find(key);
+    if (it == v.end()) return std::nullopt;
+    const std::optional<reference::Format> f =
+        it->is_string() ? reference::parse_format(it->get_ref<const std::string&>()) : std::nullopt;
+    if (!f || *f == reference::formats::tf32)
+      bad(fmt::format("precision.{} is {}, expected \"float32\", \"bfloat16\" or \"float16\"", key,
+                      show(*it)));
+    return f;
+  };
+  reference::Stages s;
+  if (const auto p = dtype("param_dtype")) s.param = *p;
+  s.reduce = dtype("reduce_dtype").value_or(s.param);
+  if (const auto m = dtype("master_dtype")) s.master = *m;
+  if (const std::string problem = reference::stages_problem(s); !problem.empty())
+    bad("precision." + problem);
+  return s;
+}
+
 ojson encode_format(const reference::Format& f) {
   if (reference::parse_format(reference::to_string(f))) return reference::to_string(f);
   return {{"fraction_bits", f.fraction_bits},
@@ -465,6 +498,14 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
                       d.arithmetic.u, reference::to_string(d.arithmetic.format),
                       -(d.arithmetic.format.fraction_bits + 1)));
     }
+  }
+  if (const auto p = j.find("precision"); p != j.end()) {
+    d.arithmetic.stages = decode_precision(*p);
+    if (d.arithmetic.stages.declared() && d.arithmetic.format.narrower_than_float32())
+      bad(fmt::format("precision and compute_format {} both declared: declare one",
+                      reference::to_string(d.arithmetic.format)));
+    if (d.arithmetic.stages.declared() && d.arithmetic.subnormals != reference::Subnormals::ieee)
+      bad("precision with subnormals \"ftz\": stages are modelled with gradual underflow only");
   }
   if (const auto s = j.find("sharded"); s != j.end()) {
     if (!s->is_boolean()) bad(fmt::format("sharded is not true or false: {}", show(*s)));
@@ -631,6 +672,10 @@ std::string encode_hello_reply(const properties::Declaration& d) {
   };
   if (d.arithmetic.format != reference::formats::float32)
     j["compute_format"] = encode_format(d.arithmetic.format);
+  if (const reference::Stages& st = d.arithmetic.stages; st.declared())
+    j["precision"] = {{"param_dtype", reference::to_string(st.param)},
+                      {"reduce_dtype", reference::to_string(st.reduce)},
+                      {"master_dtype", reference::to_string(st.master)}};
   if (d.capabilities.max_shards > 0) j["max_shards"] = d.capabilities.max_shards;
   if (d.capabilities.shard_layout) j["placement"] = to_string(d.capabilities.placement);
   if (d.counter.at_end != reference::CounterEnd::untested)

@@ -475,6 +475,46 @@ TEST(Messages, HelloComputeFormat) {
                      "below compute_format tf32's own unit roundoff 2^-11");
 }
 
+// "precision" (protocol 1.13): the stages by name; reduce_dtype follows param_dtype,
+// master_dtype defaults to float32; a bad one is named by its field.
+TEST(Messages, HelloPrecision) {
+  const std::string head =
+      R"({"op":"hello","protocol":1,"name":"a","version":"1","capabilities":[],)";
+  using reference::formats::bfloat16, reference::formats::float16, reference::formats::float32;
+  for (const auto& [text, stages] :
+       {std::pair{R"({"param_dtype":"bfloat16","reduce_dtype":"float32"})",
+                  reference::Stages{.param = bfloat16}},
+        {R"({"param_dtype":"bfloat16"})", reference::Stages{.param = bfloat16, .reduce = bfloat16}},
+        {R"({"param_dtype":"float16","reduce_dtype":"float32","master_dtype":"float16"})",
+         reference::Stages{.param = float16, .master = float16}},
+        {R"({})", reference::Stages{}},
+        {R"({"param_dtype":"float32"})", reference::Stages{}}}) {
+    const properties::Declaration d = decode_hello(head + R"("precision":)" + text + "}");
+    EXPECT_EQ(d.arithmetic.stages, stages) << text;
+    EXPECT_EQ(d.arithmetic.u, 0x1p-24) << text;  // float32's accumulations
+    EXPECT_EQ(decode_hello(encode_hello_reply(d)).arithmetic.stages, stages) << text;
+  }
+  for (const auto& [field, needle] : {
+           std::pair{R"("bfloat16")", "precision is not an object"},
+           {R"({"param":"bfloat16"})", "precision has an unknown field \"param\""},
+           {R"({"param_dtype":"fp8"})", "precision.param_dtype is \"fp8\""},
+           {R"({"param_dtype":"tf32"})", "precision.param_dtype is \"tf32\""},
+           {R"({"param_dtype":"bfloat16","reduce_dtype":16})", "precision.reduce_dtype is 16"},
+           {R"({"param_dtype":"bfloat16","master_dtype":"half"})",
+            "precision.master_dtype is \"half\""},
+           {R"({"reduce_dtype":"bfloat16"})", "param_dtype float32 with reduce_dtype bfloat16"},
+           {R"({"param_dtype":"bfloat16","reduce_dtype":"float16"})",
+            "reduce_dtype float16 with param_dtype bfloat16"},
+           {R"({"param_dtype":"float16","master_dtype":"bfloat16"})",
+            "master_dtype bfloat16 with param_dtype float16"},
+       })
+    expect_hello_error(head + R"("precision":)" + field + "}", needle);
+  expect_hello_error(head + R"("precision":{"param_dtype":"bfloat16"},"compute_format":"tf32"})",
+                     "precision and compute_format tf32 both declared");
+  expect_hello_error(head + R"("precision":{"param_dtype":"bfloat16"},"subnormals":"ftz"})",
+                     "precision with subnormals \"ftz\"");
+}
+
 // --- protocol 1.2 to 1.6: max_shards, max_batch, placement, counter, momentum ---
 
 // The minimal hello reply, with `fields` (",..." or "") before its closing brace.

@@ -29,8 +29,20 @@ them, so declare honestly:
   when narrower than float32 (tensor cores): "tf32", "bfloat16", "float16", or a mapping
   of fraction_bits, min_exponent and max_exponent; it drives every term of the bound,
   underflow and overflow included. Undeclared: float32;
+- `precision`: mixed precision by stage, as FSDP2's `MixedPrecisionPolicy` defines it
+  (the alternative to `compute_format`, which must then be float32 or left out): a
+  mapping with the keys "param_dtype" (the compute copy of the parameters: the layer's
+  inputs x are cast to it, as `cast_forward_inputs` does, and the layer's output and
+  each rank's gradients are rounded to it), "reduce_dtype" (the dtype the ranks'
+  gradients are summed in) and "master_dtype" (the dtype the parameters and optimizer
+  state are stored and updated in), each "float32", "bfloat16" or "float16" (or a
+  torch, NumPy or JAX dtype of that name: torch.bfloat16 is sent as "bfloat16"), e.g.
+  `precision={"param_dtype": "bfloat16", "reduce_dtype": "float32"}`. Only the keys
+  given are sent; the suite's defaults: param_dtype float32, reduce_dtype the
+  param_dtype (as FSDP2's reduce_dtype=None), master_dtype float32;
 - `unit_roundoff`: the largest relative error of any rounding; undeclared, the compute
-  format's own (2**-24 for float32; 2**-11 for TF32 or float16, 2**-8 for bfloat16);
+  format's own (2**-24 for float32; 2**-11 for TF32 or float16, 2**-8 for bfloat16),
+  and with `precision` the suite's to derive from the stages;
 - `sharded=True`: the step really splits its work over `num_shards`, so results may
   differ across shard counts within the bound; `max_shards`: the most shards it can run;
 - `counter=(dtype, at_end)`: the type the step counter is kept in, with "step_counter":
@@ -125,9 +137,9 @@ Besides the protocol's fields, the hello reply carries the additive fields of
 docs/spec/protocol.md: "subnormals", "unit_roundoff", "sharded", "max_in_flight"
 (the suite may send cases ahead of their answers: the kit reads and answers messages in
 order), and as declared "max_shards", "max_batch", "counter", "placement",
-"compute_format", "momentum", "adam", "recipe". When the suite offers binary arrays, the kit
-accepts them ("array_encoding": "binary"): arrays then travel as raw bytes after each
-line instead of base64 inside it, which the step never sees.
+"compute_format", "precision", "momentum", "adam", "recipe". When the suite offers binary
+arrays, the kit accepts them ("array_encoding": "binary"): arrays then travel as raw
+bytes after each line instead of base64 inside it, which the step never sees.
 """
 
 from __future__ import annotations
@@ -143,20 +155,24 @@ from ._codec import (CAPABILITIES, DECAY_CONVENTIONS, F32LE, AdagradOptimizer, A
                      Optimizer, StepOutput, build_result, decode, encode, parse_case, reference)
 from ._codec import RejectCase as RejectCase
 from ._serve import (COMPUTE_FORMATS, COUNTER_AT_END, COUNTER_LARGEST, MAX_IN_FLIGHT, PLACEMENTS,
-                     PROTOCOL, AdagradSupport, Adapter, AdamSupport, BatchOutput, ComputeFormat, Declarations,
-                     MomentumSupport, ProtocolError, Reader, StepBatchFn, StepFn, Writer,
-                     adagrad_declaration, adam_declaration, check_declared, compute_format_declaration,
-                     counter_declaration, momentum_declaration, reserve_stdout)
+                     PRECISION_DTYPES, PRECISION_KEYS, PROTOCOL, AdagradSupport, Adapter,
+                     AdamSupport, BatchOutput, ComputeFormat, Declarations, MomentumSupport, Precision,
+                     ProtocolError, Reader, StepBatchFn, StepFn, Writer, adagrad_declaration,
+                     adam_declaration, check_declared, compute_format_declaration,
+                     counter_declaration, momentum_declaration, precision_declaration,
+                     reserve_stdout)
 
 __all__ = [
     "CAPABILITIES", "COMPUTE_FORMATS", "COUNTER_AT_END", "COUNTER_LARGEST", "DECAY_CONVENTIONS",
-    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PROTOCOL", "SKIPPED", "AdagradOptimizer",
-    "AdagradSupport", "Adapter", "AdamOptimizer",
+    "F32LE", "MAX_IN_FLIGHT", "PLACEMENTS", "PRECISION_DTYPES", "PRECISION_KEYS", "PROTOCOL",
+    "SKIPPED", "AdagradOptimizer", "AdagradSupport", "Adapter", "AdamOptimizer",
     "AdamSupport", "Arrays", "BatchOutput", "Case", "ComputeFormat", "Declarations",
-    "MomentumSupport", "Optimizer", "ProtocolError", "Reader", "RejectCase", "StepBatchFn",
-    "StepFn", "StepOutput", "Writer", "adagrad_declaration", "adam_declaration", "build_result", "check_declared",
+    "MomentumSupport", "Optimizer", "Precision", "ProtocolError", "Reader", "RejectCase",
+    "StepBatchFn", "StepFn", "StepOutput", "Writer", "adagrad_declaration", "adam_declaration",
+    "build_result", "check_declared",
     "compilation_cache_dir", "compute_format_declaration", "counter_declaration", "decode",
-    "enable_jax_compilation_cache", "encode", "momentum_declaration", "parse_case", "reference", "require",
+    "enable_jax_compilation_cache", "encode", "momentum_declaration", "parse_case",
+    "precision_declaration", "reference", "require",
     "reserve_stdout", "serve", "serve_streams", "skip",
 ]
 

@@ -287,6 +287,15 @@ min_exponent and max_exponent."""
 
 ComputeFormat = Union[str, Mapping[str, int]]
 
+PRECISION_KEYS = ("param_dtype", "reduce_dtype", "master_dtype")
+"""The stages of a `precision` declaration, as FSDP2's MixedPrecisionPolicy names them
+(master_dtype: the dtype the parameters and optimizer state are stored and updated in)."""
+PRECISION_DTYPES = ("float32", "bfloat16", "float16")
+"""The dtypes a `precision` stage may name."""
+
+# A stage's dtype: its name, or a torch, NumPy or JAX dtype (or scalar type) of that name.
+Precision = Mapping[str, Any]
+
 
 class Declarations(TypedDict, total=False):
     """What an adapter declares besides its step: the keywords of `serve` after `name`
@@ -295,6 +304,7 @@ class Declarations(TypedDict, total=False):
     subnormals: str
     unit_roundoff: float | None
     compute_format: ComputeFormat | None
+    precision: Precision | None
     sharded: bool
     max_shards: int | None
     counter: tuple[str, str] | None
@@ -355,6 +365,49 @@ def compute_format_declaration(fmt: ComputeFormat) -> str | dict[str, int]:
     return {k: int(fmt[k]) for k in keys}
 
 
+def _dtype_name(value: object) -> object:
+    """The name of a dtype given as a name, a torch.dtype (torch.bfloat16: "bfloat16"), a
+    NumPy or ml_dtypes dtype (its .name) or a scalar type (np.float16, jnp.bfloat16: its
+    __name__); anything else as it is. Imports no framework."""
+    if isinstance(value, str):
+        return value
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
+        return str(value).removeprefix("torch.")
+    if isinstance(value, type):
+        return value.__name__
+    name = getattr(value, "name", None)
+    return name if isinstance(name, str) else value
+
+
+def precision_declaration(precision: Precision) -> dict[str, str]:
+    """The hello's "precision" (mixed precision by stage, as FSDP2's MixedPrecisionPolicy
+    defines it): the keys given, each a dtype name ("float32", "bfloat16", "float16"),
+    normalised from a torch, NumPy or JAX dtype of that name. Keys left out are not
+    filled in (the suite's defaults: param_dtype float32, reduce_dtype the param_dtype,
+    master_dtype float32). ValueError naming the bad key or dtype."""
+    if not isinstance(precision, Mapping):
+        raise ValueError(f"precision must be a mapping with keys {', '.join(PRECISION_KEYS)}; "
+                         f"got {precision!r}")
+    unknown = [key for key in precision if key not in PRECISION_KEYS]
+    if unknown:
+        raise ValueError(f"precision: unknown key {unknown[0]!r}; the keys are "
+                         f"{', '.join(PRECISION_KEYS)}")
+    out: dict[str, str] = {}
+    for key in PRECISION_KEYS:  # in this order, whatever the mapping's
+        if key not in precision:
+            continue
+        value = precision[key]
+        name = _dtype_name(value)
+        if name not in PRECISION_DTYPES:
+            raise ValueError(f"precision.{key} must be one of {', '.join(PRECISION_DTYPES)}, "
+                             f"got {value!r}")
+        out[key] = str(name)
+    return out
+
+
+_FLOAT32_FORMAT = {"fraction_bits": 23, "min_exponent": -126, "max_exponent": 127}
+
+
 class Adapter:
     """A step function with its declarations, validated: serves conversations.
 
@@ -364,7 +417,8 @@ class Adapter:
                  max_batch: int | None = None, name: str, version: str,
                  capabilities: Iterable[str] = (), subnormals: str = "ieee",
                  unit_roundoff: float | None = None,
-                 compute_format: ComputeFormat | None = None, sharded: bool = False,
+                 compute_format: ComputeFormat | None = None,
+                 precision: Precision | None = None, sharded: bool = False,
                  max_shards: int | None = None,
                  counter: tuple[str, str] | None = None,
                  placement: str | None = None,
@@ -391,10 +445,19 @@ class Adapter:
             "op": "hello", "protocol": PROTOCOL, "name": str(name), "version": str(version),
             "capabilities": caps, "subnormals": subnormals, "sharded": bool(sharded),
             "max_in_flight": MAX_IN_FLIGHT}
-        # Undeclared, the unit roundoff is the compute format's own (float32's: 2^-24).
+        # Undeclared, the unit roundoff is the compute format's own (float32's: 2^-24):
+        # sent only without compute_format and precision, else left to the suite, which
+        # knows their formats.
         if compute_format is not None:
             self.hello["compute_format"] = compute_format_declaration(compute_format)
-        if unit_roundoff is not None or compute_format is None:
+        if precision is not None:
+            self.hello["precision"] = precision_declaration(precision)
+            fmt = self.hello.get("compute_format", "float32")
+            if fmt not in ("float32", _FLOAT32_FORMAT):
+                raise ValueError(f"precision and compute_format {fmt!r} are both declared: "
+                                 f"with precision (the dtype of each stage), compute_format "
+                                 f"must be float32 or left out")
+        if unit_roundoff is not None or (compute_format is None and precision is None):
             self.hello["unit_roundoff"] = float(2**-24 if unit_roundoff is None else unit_roundoff)
         if max_shards is not None:
             if not _is_int(max_shards) or max_shards < 1:

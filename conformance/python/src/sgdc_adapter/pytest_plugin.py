@@ -133,7 +133,9 @@ class Sgdc:
         torch = pytest.importorskip("torch")
         from .torch import DECLARATIONS, TorchHarness
         merged: dict[str, Any] = {**DECLARATIONS, **options}
-        return self.check(TorchHarness(model_fn, optimizer_fn, train_step), name=name,
+        harness = TorchHarness(model_fn, optimizer_fn, train_step,
+                               precision=options.get("precision"))
+        return self.check(harness, name=name,
                           version=version or torch.__version__, **merged)
 
     def check_fsdp2(self, *args: Any, **kwargs: Any) -> SuiteResult:

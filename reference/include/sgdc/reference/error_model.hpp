@@ -49,6 +49,10 @@ inline constexpr Format bfloat16{7, -126, 127};
 inline constexpr Format float16{10, -14, 15};
 }  // namespace formats
 
+/// `v` rounded to nearest (ties to even) in `f`, with gradual underflow below its smallest
+/// normal and +-inf past its largest finite value; NaN, +-inf and zeros unchanged.
+double round_to_format(double v, const Format& f);
+
 /// The format named "float32", "tf32", "bfloat16" or "float16", if any.
 std::optional<Format> parse_format(std::string_view name);
 /// Its name when it is a named format, else "{fraction_bits 10, exponents -126..127}".
@@ -57,6 +61,27 @@ std::string to_string(const Format& f);
 /// -126 <= min_exponent < max_exponent <= 127), else what is wrong with it.
 std::string format_problem(const Format& f);
 
+/// Mixed precision by stage, as FSDP2's `MixedPrecisionPolicy` and JAX's dtype policies
+/// define it (docs/spec/step.md, "Mixed precision by stage"; docs/error-model.md,
+/// section 18). All float32: none declared, the whole step in `ErrorModel::format`.
+struct Stages {
+  /// The compute copy: x, W and b are cast to it; the layer's output and each rank's
+  /// gradients are accumulated in float32 and rounded to it once.
+  Format param = formats::float32;
+  /// The format the ranks' gradients are summed in.
+  Format reduce = formats::float32;
+  /// The stored parameters and optimizer state, which the optimizer updates.
+  Format master = formats::float32;
+  friend bool operator==(const Stages&, const Stages&) = default;
+
+  /// Some stage narrower than float32.
+  bool declared() const;
+};
+
+/// Empty when the stages are a combination the bounds model (docs/error-model.md,
+/// section 18), else what is wrong with it, naming the stage.
+std::string stages_problem(const Stages& s);
+
 /// The arithmetic an implementation declares. Every rounding it performs, in any
 /// intermediate, must have relative error at most `u`; operations run in `format` (its
 /// operands converted to it where it is narrower than float32); outputs are float32.
@@ -64,6 +89,7 @@ struct ErrorModel {
   double u = unit_roundoff::float32;
   Subnormals subnormals = Subnormals::ieee;
   Format format = formats::float32;
+  Stages stages{};  ///< declared mixed precision by stage; then `format` is float32
   friend bool operator==(const ErrorModel&, const ErrorModel&) = default;
 };
 

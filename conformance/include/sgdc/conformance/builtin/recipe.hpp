@@ -95,6 +95,9 @@ struct Recipe {
   /// The products' inputs (x and W in x W, x and the residual's gradient in x^T r) rounded
   /// to this format, the products accumulated in float32: what tensor cores do.
   reference::Format matmul_inputs = reference::formats::float32;
+  /// Mixed precision by stage, as computed (the declaration may say otherwise): all
+  /// float32 for none.
+  reference::Stages stages{};
   Bug bug = Bug::none;
 };
 

@@ -21,9 +21,10 @@ You give the pieces you own; the kit does the rest:
     serve_torch(model_fn, optimizer_fn, train_step, name="my-step", momentum={"nesterov": True})
 
 - `model_fn(d, k)` returns the module; the kit finds the one `nn.Linear` in it (ValueError
-  naming what it found when there are none or several; it must be Linear(d, k), float32,
-  with a bias) and loads each case's kernel (transposed: torch's weight is [k, d]) and bias
-  into it in place.
+  naming what it found when there are none or several; it must be Linear(d, k) with a
+  bias, float32, or a dtype the declared `precision` names, e.g. `.to(torch.bfloat16)`)
+  and loads each case's kernel (transposed: torch's weight is [k, d]) and bias into it
+  in place (rounded into a narrower one; read back widened to float32, exactly).
 - `optimizer_fn(params, case_optimizer)` returns the optimizer over `params` (the model's
   parameters); `case_optimizer` is the case's `Optimizer` (momentum), `AdamOptimizer` or
   None (plain SGD), so the function can choose the class. Default `default_optimizer`:

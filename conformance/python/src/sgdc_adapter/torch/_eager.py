@@ -11,9 +11,9 @@ import torch.nn.functional as F
 
 from .. import serve
 from .._codec import AdagradOptimizer, AdamOptimizer, Case, Optimizer
-from .._serve import AdamSupport, Declarations, MomentumSupport
+from .._serve import AdamSupport, Declarations, MomentumSupport, Precision, precision_declaration
 from ._state import (GradientCapture, check_linear, find_linear, linear_parameters, load_case,
-                     optimizer_kind, outputs)
+                     optimizer_kind, outputs, parameter_dtypes)
 
 ModelFn = Callable[[int, int], torch.nn.Module]
 CaseOptimizer = Optimizer | AdamOptimizer | AdagradOptimizer | None
@@ -85,10 +85,13 @@ class TorchHarness:
     One model per (d, k), made by `model_fn(d, k)` on the shape's first case, and one
     optimizer per shape and optimizer kind (plain SGD, momentum, Adam by decay
     convention), made by `optimizer_fn(params, case.optimizer)` on its first case; all
-    kept for the whole run, as a training loop keeps them."""
+    kept for the whole run, as a training loop keeps them. `precision`: the declared
+    one (`serve`'s keyword), under which the Linear may be stored in a dtype it names
+    (bfloat16, float16) rather than float32."""
 
     def __init__(self, model_fn: ModelFn, optimizer_fn: OptimizerFn | None = None,
-                 train_step: TrainStep | None = None) -> None:
+                 train_step: TrainStep | None = None, *,
+                 precision: Precision | None = None) -> None:
         for what, fn in (("model_fn", model_fn), ("optimizer_fn", optimizer_fn),
                          ("train_step", train_step)):
             if fn is not None and not callable(fn):
@@ -96,6 +99,8 @@ class TorchHarness:
         self.model_fn = model_fn
         self.optimizer_fn: OptimizerFn = optimizer_fn or default_optimizer
         self.train_step: TrainStep = train_step or default_train_step
+        self.dtypes = parameter_dtypes(None if precision is None
+                                       else precision_declaration(precision))
         self.models: dict[tuple[int, int], tuple[torch.nn.Module, torch.nn.Linear]] = {}
         self.optimizers: dict[tuple[Any, ...], tuple[torch.optim.Optimizer, GradientCapture]] = {}
 
@@ -104,7 +109,7 @@ class TorchHarness:
         if (d, k) not in self.models:
             model = self.model_fn(d, k)
             linear = find_linear(model)
-            check_linear(linear, d, k)
+            check_linear(linear, d, k, self.dtypes)
             self.models[d, k] = model, linear
         return self.models[d, k]
 
@@ -138,5 +143,6 @@ def serve_torch(model_fn: ModelFn, optimizer_fn: OptimizerFn | None = None,
     """Serve the user's PyTorch step over the protocol on stdin/stdout (see the package
     docstring). `declarations` override DECLARATIONS, what torch.optim supports;
     `version` defaults to torch's."""
-    serve(TorchHarness(model_fn, optimizer_fn, train_step), name=name,
+    serve(TorchHarness(model_fn, optimizer_fn, train_step,
+                       precision=declarations.get("precision")), name=name,
           version=version or torch.__version__, **torch_declarations(declarations))

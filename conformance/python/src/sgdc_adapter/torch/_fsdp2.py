@@ -21,7 +21,10 @@ run on a world of gloo rank processes; the kit does the rest.
 The pieces:
 
 - `model_fn(d, k)` returns the module, on the CPU; the kit finds its one nn.Linear (as
-  the eager harness does: Linear(d, k), float32, biased).
+  the eager harness does: Linear(d, k), biased, float32, or stored in a dtype the
+  declared `precision` names, e.g. converted with `.to(torch.bfloat16)` before
+  `fully_shard`: the case's values are rounded into it and read back widened to
+  float32, exactly).
 - `parallelize_fn(model, mesh)` shards it: any `fully_shard` nesting, `MixedPrecisionPolicy`,
   `reshard_after_forward`, divide factors. `mesh` is the 1-D CPU DeviceMesh of the case's
   `num_shards` ranks, its dimension named "shard". It runs on the case's ranks only, so
@@ -72,8 +75,13 @@ with the serving process, however it ends.
 
 Declarations: the eager harness's (torch.optim's SGD, Adam and AdamW options,
 subnormals kept) with "grads" and "shard_layout", `sharded=True`, `max_shards=world`
-and `placement="output_chunks"`; the keywords override them (e.g.
-`compute_format="bfloat16"` for a bfloat16 `MixedPrecisionPolicy`). Needs torch >= 2.13
+and `placement="output_chunks"`; the keywords override them. A `MixedPrecisionPolicy`
+is declared stage by stage with `precision`, e.g. `precision={"param_dtype":
+"bfloat16", "reduce_dtype": "float32"}` for MixedPrecisionPolicy(param_dtype=
+torch.bfloat16, reduce_dtype=torch.float32) over float32 parameters (undeclared keys:
+reduce_dtype the param_dtype, as FSDP2's reduce_dtype=None; master_dtype, the dtype the
+parameters and optimizer state are stored in, float32); the older `compute_format`
+declares one format for the whole step instead. Needs torch >= 2.13
 (FSDP2 on the CPU); `serve_fsdp2` skips (exit 77) and `check_fsdp2` skips the test
 without it.
 """
@@ -93,7 +101,8 @@ import numpy as np
 
 from .. import serve, skip
 from .._codec import Case, RejectCase
-from .._serve import AdamSupport, Declarations, MomentumSupport, reserve_stdout
+from .._serve import (AdamSupport, Declarations, MomentumSupport, Precision, precision_declaration,
+                      reserve_stdout)
 from ._fsdp2_world import RankFailure, RankRejected, RankWorld
 from ._state import STATE_KEYS
 
@@ -130,10 +139,11 @@ def fsdp2_declarations(declarations: Mapping[str, Any], world: int) -> Declarati
     return merged  # type: ignore[return-value]
 
 
-def _rank_entry(rank: int, world: int, port: int, conn: Any, fns: tuple[Any, ...]) -> None:
+def _rank_entry(rank: int, world: int, port: int, conn: Any, fns: tuple[Any, ...],
+                precision: Mapping[str, str] | None = None) -> None:
     """The rank processes' target, here so that the coordinator need not import torch."""
     from ._fsdp2_rank import rank_main
-    rank_main(rank, world, port, conn, fns)
+    rank_main(rank, world, port, conn, fns, precision)
 
 
 def _whole(parts: Sequence[Part], what: str) -> np.ndarray:
@@ -157,13 +167,17 @@ class Fsdp2Harness:
     world and returns its outputs; `run(case)` returns the ranks' own answers (their
     parts, and with `count_collectives` the collectives each ran in the train step, as
     counted by torch.profiler). `start()` starts the world ahead of the first case;
-    `close()` stops it."""
+    `close()` stops it. `precision`: the declared one (`serve`'s keyword), under which
+    the Linear may be stored in a dtype it names (bfloat16, float16) rather than
+    float32."""
 
     def __init__(self, model_fn: Callable[..., Any], parallelize_fn: Callable[..., Any],
                  optimizer_fn: Callable[..., Any] | None = None,
-                 train_step: Callable[..., Any] | None = None, world: int = 8) -> None:
+                 train_step: Callable[..., Any] | None = None, world: int = 8, *,
+                 precision: Precision | None = None) -> None:
         if not isinstance(world, int) or world < 1:
             raise ValueError(f"world must be a positive number of ranks, got {world!r}")
+        declared = None if precision is None else precision_declaration(precision)
         fns = {"model_fn": model_fn, "parallelize_fn": parallelize_fn,
                "optimizer_fn": optimizer_fn, "train_step": train_step}
         for what, fn in fns.items():
@@ -189,7 +203,8 @@ class Fsdp2Harness:
             preload.insert(0, "__main__")
         self.world = world
         self.ranks = RankWorld(world, _rank_entry,
-                               args=((model_fn, parallelize_fn, optimizer_fn, train_step),),
+                               args=((model_fn, parallelize_fn, optimizer_fn, train_step),
+                                     declared),
                                preload=preload)
         self.refused: dict[tuple[int, int, int, str], str] = {}
 
@@ -278,7 +293,8 @@ def serve_fsdp2(model_fn: Callable[..., Any], parallelize_fn: Callable[..., Any]
     reason = torch_unavailable()
     if reason is not None:
         skip(reason)
-    harness = Fsdp2Harness(model_fn, parallelize_fn, optimizer_fn, train_step, world)
+    harness = Fsdp2Harness(model_fn, parallelize_fn, optimizer_fn, train_step, world,
+                           precision=declarations.get("precision"))
     decls = fsdp2_declarations(declarations, world)
     reserve_stdout()  # before the ranks start: they must not inherit it
     atexit.register(harness.close)
@@ -307,7 +323,8 @@ def check_fsdp2(sgdc: Sgdc, model_fn: Callable[..., Any], parallelize_fn: Callab
     reason = torch_unavailable()
     if reason is not None:
         pytest.skip(reason)
-    harness = Fsdp2Harness(model_fn, parallelize_fn, optimizer_fn, train_step, world)
+    harness = Fsdp2Harness(model_fn, parallelize_fn, optimizer_fn, train_step, world,
+                           precision=declarations.get("precision"))
     harness.start()
     try:
         return sgdc.check(harness, name=name,

@@ -11,7 +11,7 @@ import os
 import sys
 import traceback
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -25,7 +25,8 @@ from torch.distributed.tensor._utils import compute_local_shape_and_global_offse
 from .._codec import Case
 from ._fsdp2_world import die_with_parent
 from ._state import (GradientCapture, check_linear, find_linear, linear_parameters, loss_output,
-                     optimizer_kind, set_hyperparameters, torch_parameters, torch_state)
+                     optimizer_kind, parameter_dtypes, set_hyperparameters, state_dtype,
+                     torch_parameters, torch_state, widened)
 
 COLLECTIVE_TIMEOUT_S = 30
 MODELS_KEPT = 16  # sharded models kept per rank and S, one per (d, k)
@@ -61,18 +62,23 @@ def collective_counts(names: Iterable[str]) -> dict[str, int]:
 
 
 def part(t: torch.Tensor) -> Part:
-    """This rank's part of `t` (a DTensor's local shard, or a plain tensor whole)."""
+    """This rank's part of `t` (a DTensor's local shard, or a plain tensor whole);
+    bfloat16 and float16 widened to float32 (exact: NumPy has no bfloat16), float32 as
+    it is."""
     if isinstance(t, DTensor):
         _, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
         local = t.to_local()
     else:
         local, offset = t, (0,) * t.dim()
-    return local.detach().cpu().numpy().copy(), tuple(offset), tuple(t.shape)
+    return widened(local.detach().cpu()).numpy().copy(), tuple(offset), tuple(t.shape)
 
 
-def placed_as(p: torch.Tensor, full: np.ndarray) -> torch.Tensor:
-    """`full` placed as the parameter `p`: this rank's part of it, no collective."""
+def placed_as(p: torch.Tensor, full: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
+    """`full` placed as the parameter `p`: this rank's part of it, no collective; in
+    `dtype` when given (rounded to it first)."""
     whole = torch.from_numpy(np.ascontiguousarray(full))
+    if dtype is not None and whole.dtype != dtype:
+        whole = whole.to(dtype)
     if isinstance(p, DTensor):
         return distribute_tensor(whole, p.device_mesh, p.placements, src_data_rank=None)
     return whole
@@ -80,10 +86,14 @@ def placed_as(p: torch.Tensor, full: np.ndarray) -> torch.Tensor:
 
 class Fsdp2Rank:
     """One rank's meshes (S = 1..world, ranks 0..S-1), and the models and optimizers it
-    keeps between cases: one model per (d, k, S), one optimizer per model and kind."""
+    keeps between cases: one model per (d, k, S), one optimizer per model and kind.
+    `precision`: the declared one (names normalised), under which the Linear may be
+    stored in a dtype it names."""
 
-    def __init__(self, rank: int, world: int, fns: tuple[Any, Any, Any, Any]) -> None:
+    def __init__(self, rank: int, world: int, fns: tuple[Any, Any, Any, Any],
+                 precision: Mapping[str, str] | None = None) -> None:
         self.rank = rank
+        self.dtypes = parameter_dtypes(precision)
         self.model_fn, self.parallelize_fn, self.optimizer_fn, train_step = fns
         self.train_step: Callable[..., Any] = train_step or default_train_step
         # Every rank builds every mesh (process groups are made collectively), in order.
@@ -106,7 +116,7 @@ class Fsdp2Rank:
             if shape not in models:
                 model = self.model_fn(case.d, case.k)
                 linear = find_linear(model)
-                check_linear(linear, case.d, case.k)
+                check_linear(linear, case.d, case.k, self.dtypes)
                 what = "parallelize_fn(model, mesh)"
                 self.parallelize_fn(model, self.meshes[shards])
                 if len(models) >= MODELS_KEPT:
@@ -154,13 +164,15 @@ class Fsdp2Rank:
             for name, values in torch_parameters(case).items():
                 p = params[name]
                 mine = placed_as(p, values)
+                # copy_ rounds the case's float32 values into narrower parameters.
                 (p.to_local() if isinstance(p, DTensor) else p).copy_(
                     mine.to_local() if isinstance(mine, DTensor) else mine)
         set_hyperparameters(optimizer, case, params["bias"])
         for name, entries in torch_state(case).items():
             p = params[name]
-            optimizer.state[p] = {key: placed_as(p, v) if v.shape == tuple(p.shape)
-                                  else torch.from_numpy(v) for key, v in entries.items()}
+            optimizer.state[p] = {key: placed_as(p, v, state_dtype(optimizer, p, key))
+                                  if v.shape == tuple(p.shape) else torch.from_numpy(v)
+                                  for key, v in entries.items()}
         return model, optimizer, capture
 
     def step(self, job: dict[str, Any]) -> tuple[str, Any]:
@@ -208,9 +220,10 @@ class Fsdp2Rank:
 
 
 def rank_main(rank: int, world: int, port: int, conn: Connection,
-              fns: tuple[Any, Any, Any, Any]) -> None:
+              fns: tuple[Any, Any, Any, Any], precision: Mapping[str, str] | None = None) -> None:
     """A gloo rank: joins the world, builds its meshes, then runs cases until told to
-    stop (or until a step fails: the coordinator then starts a new world)."""
+    stop (or until a step fails: the coordinator then starts a new world). `precision`:
+    the declared one, names normalised (`Fsdp2Rank`)."""
     die_with_parent()
     os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # loopback only
     torch.set_num_threads(1)  # one thread: the same summation order on every run
@@ -218,7 +231,7 @@ def rank_main(rank: int, world: int, port: int, conn: Connection,
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world,
                                 timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
-        state = Fsdp2Rank(rank, world, fns)
+        state = Fsdp2Rank(rank, world, fns, precision)
     except Exception as e:  # noqa: BLE001 - reported to the coordinator
         conn.send(("error", f"rank {rank} failed to start: {type(e).__name__}: {e}"))
         return

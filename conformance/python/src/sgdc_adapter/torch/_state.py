@@ -26,11 +26,17 @@ Shared by the eager and the sharded harnesses. The layout facts, in one place:
   alone is the bias's parameter group (`set_hyperparameters`).
 - The gradients are read when `optimizer.step()` starts (a step pre-hook): SGD's
   foreach path with Nesterov adds momentum * buffer into the `.grad` tensors in place.
+- Parameters are float32, or bfloat16 or float16 where the declared `precision` names
+  that dtype (a model converted with `.to(torch.bfloat16)`): the case's float32 values
+  are rounded into them by `copy_`, the parameter-sized state is loaded in the dtype the
+  optimizer keeps it in (the parameter's, as torch.optim makes it), and bfloat16 and
+  float16 values are read back widened to float32, which is exact; float32 tensors are
+  read as they are, bit for bit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -63,17 +69,54 @@ def find_linear(model: torch.nn.Module) -> torch.nn.Linear:
     return found[0][1]
 
 
-def check_linear(linear: torch.nn.Linear, d: int, k: int) -> None:
-    """ValueError naming the problem unless `linear` is a float32 biased Linear d -> k."""
+# The torch dtypes of the names a `precision` declaration takes.
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Stored in these, parameters and state are read back widened to float32 (exactly).
+WIDENED = (torch.bfloat16, torch.float16)
+
+
+def parameter_dtypes(precision: Mapping[str, str] | None) -> tuple[torch.dtype, ...]:
+    """The dtypes the Linear's parameters may be stored in: float32, and with a declared
+    `precision` (the hello's, names normalised) every dtype it names."""
+    names = ["float32", *(precision or {}).values()]
+    return tuple(TORCH_DTYPES[n] for n in dict.fromkeys(names))
+
+
+def check_linear(linear: torch.nn.Linear, d: int, k: int,
+                 dtypes: Collection[torch.dtype] = (torch.float32,)) -> None:
+    """ValueError naming the problem unless `linear` is a biased Linear d -> k whose
+    parameters are stored in one of `dtypes` (`parameter_dtypes`)."""
     if linear.in_features != d or linear.out_features != k:
         raise ValueError(f"model_fn({d}, {k}) gave a Linear({linear.in_features}, "
                          f"{linear.out_features}); expected Linear({d}, {k})")
     if linear.bias is None:
         raise ValueError("the Linear has no bias (bias=False); the suite tests a biased layer")
     for name, p in (("weight", linear.weight), ("bias", linear.bias)):
-        if p.dtype != torch.float32:
+        if p.dtype in dtypes:
+            continue
+        if set(dtypes) == {torch.float32}:
             raise ValueError(f"the Linear's {name} is {p.dtype}; the suite tests float32 "
-                             f"parameters (declare compute_format for narrower arithmetic)")
+                             f"parameters unless a precision is declared (e.g. "
+                             f"precision={{'param_dtype': 'bfloat16', 'master_dtype': "
+                             f"'bfloat16'}} for a model converted to bfloat16)")
+        named = ", ".join(str(t).removeprefix("torch.") for t in dtypes)
+        raise ValueError(f"the Linear's {name} is {p.dtype}; the suite tests parameters "
+                         f"stored in float32 or a dtype the declared precision names "
+                         f"({named})")
+
+
+def state_dtype(optimizer: torch.optim.Optimizer, p: torch.Tensor, key: str) -> torch.dtype:
+    """The dtype to load the parameter-sized state entry `key` of `p` in: that of the
+    entry the optimizer already keeps, else the parameter's (torch.optim makes its
+    state with zeros_like(p))."""
+    kept = optimizer.state.get(p, {}).get(key)
+    return kept.dtype if isinstance(kept, torch.Tensor) else p.dtype
+
+
+def widened(t: torch.Tensor) -> torch.Tensor:
+    """`t` itself when float32 (or any dtype but bfloat16 and float16); a bfloat16 or
+    float16 tensor widened to float32, exactly (NumPy has no bfloat16)."""
+    return t.float() if t.dtype in WIDENED else t
 
 
 def torch_layout(array: Float32Array, transposed: bool) -> Float32Array:
@@ -189,11 +232,14 @@ def load_case(linear: torch.nn.Linear, optimizer: torch.optim.Optimizer,
     loaded = torch_parameters(case)
     with torch.no_grad():
         for name, values in loaded.items():
-            params[name].copy_(torch.from_numpy(values))
+            params[name].copy_(torch.from_numpy(values))  # rounded into narrower parameters
     set_hyperparameters(optimizer, case, params["bias"])
     for name, entries in torch_state(case).items():
         p = params[name]
-        optimizer.state[p] = {key: torch.from_numpy(v).to(p.device) for key, v in entries.items()}
+        optimizer.state[p] = {
+            key: torch.from_numpy(v).to(p.device, state_dtype(optimizer, p, key)
+                                        if v.shape == tuple(p.shape) else None)
+            for key, v in entries.items()}
     return loaded
 
 
@@ -254,8 +300,9 @@ class GradientCapture:
 
 
 def _numpy(t: torch.Tensor, transposed: bool) -> Float32Array:
-    """A copy: the tensor is the model's own, overwritten by the next case."""
-    a: Float32Array = t.detach().cpu().numpy().copy()
+    """A copy: the tensor is the model's own, overwritten by the next case. bfloat16 and
+    float16 widened to float32 (`widened`)."""
+    a: Float32Array = widened(t.detach().cpu()).numpy().copy()
     return a.T if transposed else a
 
 
