@@ -103,6 +103,10 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
             {"verdict", to_string(r.verdict)},
             {"seconds", r.seconds}};
   if (!d.recipe.empty()) j["implementation"]["recipe"] = protocol::encode_recipe(d.recipe);
+  if (const reference::Stages& st = d.arithmetic.stages; st.declared())
+    j["implementation"]["precision"] = {{"param_dtype", reference::to_string(st.param)},
+                                        {"reduce_dtype", reference::to_string(st.reduce)},
+                                        {"master_dtype", reference::to_string(st.master)}};
   json props = json::array();
   for (const PropertyOutcome& o : r.properties) {
     const properties::PropertyReport& p = o.report;

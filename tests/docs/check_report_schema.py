@@ -40,9 +40,11 @@ def main() -> int:
             "fault": ["--impl", f"{sys.executable} {fake} crash_after_3", "--cases", "10"],
             "could_not_test": ["--impl", "builtin:float32", "--property", "accuracy", "--xfails",
                                str(skip_all)],
-            # Declared recipes in the header: Adagrad alone; clipping, and a bias group.
+            # Declared recipes in the header: Adagrad alone; clipping, a bias group; and
+            # declared precision stages.
             "adagrad_recipe": ["--impl", "builtin:adagrad-torch", "--cases", "10"],
             "clipping_recipe": ["--impl", "builtin:clip-torch", "--cases", "10"],
+            "precision_stages": ["--impl", "builtin:bf16-reduce-undeclared", "--cases", "10"],
             "bias_group_recipe": ["--impl", "builtin:no-decay-on-bias", "--cases", "10"],
         }
         seen: set[str] = set()

@@ -34,6 +34,7 @@ struct GenerateArgs {
   int n = 0, d = 0, k = 0;
   std::vector<std::string> optimizers;
   std::string recipe;
+  std::string param_dtype = "float32", reduce_dtype, master_dtype = "float32";
   std::string out;
   bool canonical = false;
 };
@@ -75,6 +76,14 @@ int generate(GenerateArgs& a) {
             .coupled_decay = true, .decoupled_decay = true, .eps_root = true};
         properties::validate(a.options.recipe, all);
       }
+      // Precision stages (docs/spec/step.md, "Mixed precision by stage"): reduce_dtype
+      // follows param_dtype unless given, as the protocol's.
+      reference::Stages& st = a.options.arithmetic.stages;
+      st.param = *reference::parse_format(a.param_dtype);
+      st.reduce = *reference::parse_format(a.reduce_dtype.empty() ? a.param_dtype : a.reduce_dtype);
+      st.master = *reference::parse_format(a.master_dtype);
+      if (const std::string problem = reference::stages_problem(st); !problem.empty())
+        throw std::invalid_argument("precision: " + problem);
       list = regression::generate_fixtures(a.options);
     }
     std::string names;
@@ -284,6 +293,19 @@ void add_fixtures(CLI::App& app, int& status) {
   gen->add_option("--recipe", g->recipe,
                   "Draw only inside this recipe (JSON: optimizers, hyperparameters, "
                   "even_batches, bias_group)");
+  const std::vector<std::string> dtypes = {"float32", "bfloat16", "float16"};
+  gen->add_option("--param-dtype", g->param_dtype,
+                  "Precision stages: the compute copy x, W, b are cast to (docs/spec/step.md, "
+                  "\"Mixed precision by stage\")")
+      ->check(CLI::IsMember(dtypes))
+      ->capture_default_str();
+  gen->add_option("--reduce-dtype", g->reduce_dtype,
+                  "Precision stages: the ranks' gradients summed in (default: --param-dtype)")
+      ->check(CLI::IsMember(dtypes));
+  gen->add_option("--master-dtype", g->master_dtype,
+                  "Precision stages: the stored parameters and optimizer state")
+      ->check(CLI::IsMember(dtypes))
+      ->capture_default_str();
   gen->add_flag("--canonical", g->canonical,
                 "Write the curated set of fixtures/canonical/ instead (ignores the other "
                 "options but --out)");

@@ -67,12 +67,13 @@ reference::Case heavy_cancellation() {
   return c;
 }
 
-Fixture canonical(std::string name, std::string description, const reference::Case& c) {
+Fixture canonical(std::string name, std::string description, const reference::Case& c,
+                  const reference::ErrorModel& arithmetic = {}) {
   Provenance p;
   p.generator_version = SGDC_VERSION;
   p.mode = "canonical";
   p.parameters["set"] = "canonical";
-  return derive_fixture(std::move(name), std::move(description), c, std::move(p));
+  return derive_fixture(std::move(name), std::move(description), c, std::move(p), arithmetic);
 }
 
 }  // namespace
@@ -276,6 +277,30 @@ std::vector<Fixture> canonical_fixtures() {
         "0.25 as optax.clip_by_global_norm does (eps 0): both moments and the parameters from "
         "the clipped gradients (format version 2)",
         a));
+  }
+  {
+    // FSDP2's MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=float32) over two
+    // ranks of uneven rows, momentum on float32 master weights.
+    // Quarters times 1 + 2^-10 + 2^-12: not bfloat16 values, so the casts round.
+    auto off_grid = [](std::vector<float> v) {
+      for (float& e : v) e *= 1.0f + 0x1p-10f + 0x1p-12f;
+      return v;
+    };
+    reference::Case c =
+        make(5, 3, 2, 2, 0.0625f, off_grid(pattern(6, 5, 3)), off_grid(pattern(2, 7, 1)),
+             off_grid(pattern(15, 3, 2)), pattern(10, 11, 4), 7);
+    c.optimizer.kind = reference::Optimizer::Kind::momentum;
+    c.optimizer.momentum = 0.9f;
+    c.momentum_kernel = pattern(6, 5, 8);
+    c.momentum_bias = pattern(2, 3, 6);
+    reference::ErrorModel stages;
+    stages.stages.param = reference::formats::bfloat16;
+    out.push_back(canonical(
+        "momentum-bf16-params",
+        "momentum 0.9 with a carried buffer, in FSDP2's mixed precision stages: x, W, b cast to "
+        "bfloat16, each of 2 ranks' gradients (3 and 2 rows) rounded to it, summed in float32, "
+        "float32 master weights; exact holds the value the stages determine (format version 2)",
+        c, stages));
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sgdc/reference/case.hpp"
+#include "sgdc/reference/error_model.hpp"
 
 namespace sgdc::conformance::regression::detail {
 
@@ -38,6 +39,18 @@ inline bool has_exact_rational(const reference::Case& c, reference::Output o) {
 
 inline bool needs_version_2(const reference::Case& c) {
   return c.bias_group || c.clip || first_version(c.optimizer.kind) >= 2;
+}
+
+/// With declared precision stages, no output carries exact_rational: `exact` is the
+/// expected value as a double (docs/fixtures.md).
+inline bool has_exact_rational(const reference::Case& c, const reference::ErrorModel& arithmetic,
+                               reference::Output o) {
+  return !arithmetic.stages.declared() && has_exact_rational(c, o);
+}
+
+/// Whether a fixture of case `c` under `arithmetic` needs format version 2.
+inline bool needs_version_2(const reference::Case& c, const reference::ErrorModel& arithmetic) {
+  return needs_version_2(c) || arithmetic.stages.declared();
 }
 
 }  // namespace sgdc::conformance::regression::detail

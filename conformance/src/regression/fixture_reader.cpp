@@ -359,8 +359,8 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     }
   }
 
-  const Json& a =
-      r.object(j["arithmetic"], "arithmetic", {"unit_roundoff", "subnormals"}, {"compute_format"});
+  const Json& a = r.object(j["arithmetic"], "arithmetic", {"unit_roundoff", "subnormals"},
+                           {"compute_format", "precision"});
   r.expect_type(a["unit_roundoff"], "arithmetic.unit_roundoff", a["unit_roundoff"].is_number(),
                 "a number");
   f.arithmetic.u = a["unit_roundoff"].get<double>();
@@ -389,6 +389,31 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     if (const std::string problem = reference::format_problem(f.arithmetic.format);
         !problem.empty())
       r.fail(path, problem);
+  }
+
+  if (a.contains("precision")) {
+    // Version 2: mixed precision by stage, every stage named (docs/fixtures.md).
+    const std::string path = "arithmetic.precision";
+    if (version < 2) r.fail(path, "a version 2 field in a version 1 fixture");
+    const Json& st =
+        r.object(a["precision"], path, {"param_dtype", "reduce_dtype", "master_dtype"});
+    auto stage = [&](const char* key) {
+      const std::string field = path + "." + key;
+      const std::string name = r.string(st[key], field);
+      const auto named = reference::parse_format(name);
+      if (!named || *named == reference::formats::tf32)
+        r.fail(field, fmt::format("\"{}\" is not \"float32\", \"bfloat16\" or \"float16\"", name));
+      return *named;
+    };
+    f.arithmetic.stages = {stage("param_dtype"), stage("reduce_dtype"), stage("master_dtype")};
+    if (const std::string problem = reference::stages_problem(f.arithmetic.stages);
+        !problem.empty())
+      r.fail(path, problem);
+    if (!f.arithmetic.stages.declared()) r.fail(path, "every stage float32: leave it out");
+    if (f.arithmetic.format.narrower_than_float32())
+      r.fail(path, "with a compute_format too: declare one");
+    if (f.arithmetic.subnormals != reference::Subnormals::ieee)
+      r.fail(path, "with subnormals \"ftz\": stages are modelled with gradual underflow only");
   }
 
   const Json& in = r.object(j["inputs"], "inputs",
@@ -445,9 +470,9 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
   const Json& out = r.object(j["outputs"], "outputs", output_keys);
   for (const reference::OutputInfo& o : reference::output_table)
     if (reports(o, c, true))
-      f.outputs[o.output] =
-          output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
-                 reference::dimension_names(o.extent), detail::has_exact_rational(c, o.output));
+      f.outputs[o.output] = output(r, out, o.output, reference::dimensions(o.extent, c.n, c.d, c.k),
+                                   reference::dimension_names(o.extent),
+                                   detail::has_exact_rational(c, f.arithmetic, o.output));
   f.step = r.integer(out["step"], "outputs.step", 1, max_step);
 
   const Json& p =

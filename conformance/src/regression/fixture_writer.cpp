@@ -72,7 +72,7 @@ Json to_json(const Fixture& f) {
   j["format"] = format_name;
   // Version 2 only where a version-2 field is needed: every other file reads as before,
   // byte for byte.
-  j["version"] = detail::needs_version_2(c) ? format_version_latest : format_version;
+  j["version"] = detail::needs_version_2(c, f.arithmetic) ? format_version_latest : format_version;
   j["name"] = f.name;
   j["description"] = f.description;
   if (f.property) j["property"] = *f.property;
@@ -86,6 +86,10 @@ Json to_json(const Fixture& f) {
                                            {"min_exponent", cf.min_exponent},
                                            {"max_exponent", cf.max_exponent}};
   }
+  if (const reference::Stages& st = f.arithmetic.stages; st.declared())
+    j["arithmetic"]["precision"] = {{"param_dtype", reference::to_string(st.param)},
+                                    {"reduce_dtype", reference::to_string(st.reduce)},
+                                    {"master_dtype", reference::to_string(st.master)}};
   Json in = Json::object();
   in["n"] = c.n;
   in["d"] = c.d;

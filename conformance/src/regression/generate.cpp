@@ -259,13 +259,17 @@ std::vector<Fixture> generate_fixtures(const GenerateOptions& o) {
         for (auto k : o.optimizers) p.parameters["optimizers"].push_back(reference::to_string(k));
       }
       if (!o.recipe.empty()) p.parameters["recipe"] = protocol::encode_recipe(o.recipe);
+      if (const reference::Stages& st = o.arithmetic.stages; st.declared())
+        p.parameters["precision"] = {{"param_dtype", reference::to_string(st.param)},
+                                     {"reduce_dtype", reference::to_string(st.reduce)},
+                                     {"master_dtype", reference::to_string(st.master)}};
       try {
         out.push_back(derive_fixture(
             fmt::format("seed-{}-{:04}", o.seed, i),
             fmt::format("random case {} of seed {}: {} magnitudes, n={} d={} k={} num_shards={}{}",
                         i, o.seed, to_string(m), c.n, c.d, c.k, c.num_shards,
                         plain ? std::string() : fmt::format(", {}", reference::to_string(kind))),
-            c, std::move(p)));
+            c, std::move(p), o.arithmetic));
         break;
       } catch (const std::invalid_argument&) {
         // A bound no JSON number holds (an optimizer's state beyond float32's range): the

@@ -165,6 +165,25 @@ TEST(Generate, OptimizersAndRecipe) {
   EXPECT_THROW(generate_fixtures(r), std::invalid_argument) << "outside the recipe's optimizers";
 }
 
+// `fixtures generate --param-dtype bfloat16 ...`: every fixture under the stages, version
+// 2, agreeing with the oracle, passed by the step they describe.
+TEST(Generate, PrecisionStages) {
+  GenerateOptions o;
+  o.seed = 3;
+  o.count = 6;
+  o.optimizers = {reference::Optimizer::Kind::sgd, reference::Optimizer::Kind::adam};
+  o.arithmetic.stages = {.param = reference::formats::bfloat16};
+  const auto bf16 = builtin("bf16-params");
+  for (const Fixture& f : generate_fixtures(o)) {
+    const std::string text = to_json_text(f);
+    EXPECT_NE(text.find(R"("version": 2)"), std::string::npos) << f.name;
+    const Fixture back = parse_fixture(text, "g.json");
+    EXPECT_EQ(back.arithmetic, o.arithmetic) << f.name;
+    EXPECT_NO_THROW(verify_against_oracle(back, "g.json"));
+    EXPECT_TRUE(replay(back, *bf16).passed) << f.name;
+  }
+}
+
 TEST(Generate, ShapeAndMagnitudeOptionsApply) {
   GenerateOptions o;
   o.count = 4;
@@ -338,6 +357,57 @@ TEST(Validation, MalformedComputeFormatIsNamed) {
             {"fraction_bits", 10}, {"min_exponent", 15}, {"max_exponent", 15}};
       },
       "arithmetic.compute_format", "min_exponent < max_exponent");
+}
+
+// Precision stages (format version 2): kept, driving the expectations, the nearest wrong
+// stages rejected on replay; every malformed stage named.
+TEST(FixtureJson, PrecisionStagesAreKeptAndDriveTheExpectations) {
+  const Fixture f = canonical("momentum-bf16-params");
+  EXPECT_EQ(f.arithmetic.stages, (reference::Stages{.param = reference::formats::bfloat16}));
+  const std::string text = to_json_text(f);
+  EXPECT_NE(text.find(R"("param_dtype": "bfloat16")"), std::string::npos) << text;
+  EXPECT_EQ(text.find("exact_rational"), std::string::npos) << text;
+  const Fixture back = parse_fixture(text, "staged.json");
+  EXPECT_EQ(back.arithmetic, f.arithmetic);
+  EXPECT_NO_THROW(verify_against_oracle(back, "staged.json"));
+  EXPECT_TRUE(replay(back, *builtin("bf16-params")).passed);
+  for (const char* wrong :
+       {"bf16-reduce-undeclared", "bf16-master-undeclared", "bf16-params-not-applied"})
+    EXPECT_FALSE(replay(back, *builtin(wrong)).passed) << wrong;
+  // Judged under a float32 implementation's own arithmetic, the same inputs pass.
+  EXPECT_TRUE(replay(back, *builtin("float32")).passed);
+}
+
+TEST(Validation, MalformedPrecisionIsNamed) {
+  expect_malformed(
+      "momentum-bf16-params", [](Json& j) { j["version"] = 1; }, "arithmetic.precision",
+      "a version 2 field in a version 1 fixture");
+  expect_malformed(
+      "momentum-bf16-params", [](Json& j) { j["arithmetic"]["precision"].erase("master_dtype"); },
+      "arithmetic.precision.master_dtype", "required field is missing");
+  expect_malformed(
+      "momentum-bf16-params", [](Json& j) { j["arithmetic"]["precision"]["output_dtype"] = "x"; },
+      "arithmetic.precision.output_dtype", "unknown field");
+  expect_malformed(
+      "momentum-bf16-params", [](Json& j) { j["arithmetic"]["precision"]["reduce_dtype"] = "fp8"; },
+      "arithmetic.precision.reduce_dtype", "\"fp8\" is not");
+  expect_malformed(
+      "momentum-bf16-params",
+      [](Json& j) {
+        j["arithmetic"]["precision"]["param_dtype"] = "float32";
+        j["arithmetic"]["precision"]["reduce_dtype"] = "bfloat16";
+      },
+      "arithmetic.precision", "param_dtype float32 with reduce_dtype bfloat16");
+  expect_malformed(
+      "momentum-bf16-params",
+      [](Json& j) {
+        j["arithmetic"]["precision"] = {
+            {"param_dtype", "float32"}, {"reduce_dtype", "float32"}, {"master_dtype", "float32"}};
+      },
+      "arithmetic.precision", "every stage float32");
+  expect_malformed(
+      "momentum-bf16-params", [](Json& j) { j["arithmetic"]["compute_format"] = "tf32"; },
+      "arithmetic.precision", "declare one");
 }
 
 TEST(Validation, NotJsonIsMalformed) {

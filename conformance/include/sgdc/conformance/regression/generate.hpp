@@ -10,6 +10,7 @@
 
 #include "sgdc/conformance/regression/fixture.hpp"
 #include "sgdc/properties/declared_recipe.hpp"
+#include "sgdc/reference/error_model.hpp"
 
 namespace sgdc::conformance::regression {
 
@@ -41,6 +42,8 @@ struct GenerateOptions {
   /// Hyperparameters drawn inside its ranges, its bias group, its even batches; every
   /// option of every optimizer is drawn (the suite's own builtins take them all).
   properties::DeclaredRecipe recipe;
+  /// The arithmetic the fixtures' bounds assume: float32, or declared precision stages.
+  reference::ErrorModel arithmetic{};
 };
 
 /// Fixtures number 0 .. count-1, named "seed-S-NNNN". Fixture i depends only on the
