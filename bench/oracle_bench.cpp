@@ -173,6 +173,17 @@ void BM_ExpectClipped(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(expect(c));
 }
 
+// The momentum case under FSDP2's bfloat16 stages (param_dtype bfloat16, float32
+// reduction and master weights; docs/error-model.md, section 18), on 2 ranks.
+void BM_ExpectStagedMomentum(benchmark::State& state) {
+  Case c = momentum_case(state);
+  c.num_shards = 2;
+  reference::ErrorModel model;
+  model.stages.param = reference::formats::bfloat16;
+  const OracleThreads threads(state);
+  for (auto _ : state) benchmark::DoNotOptimize(expect(c, model));
+}
+
 #define SGDC_SHAPES           \
   ->Args({8, 8, 8})           \
       ->Args({32, 32, 32})    \
@@ -198,6 +209,7 @@ BENCHMARK(BM_CertifiedStep) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Expect) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Float32MomentumStep) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedMomentumStep) SGDC_SHAPES_THREADS;
+BENCHMARK(BM_ExpectStagedMomentum) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_ExpectMomentum) SGDC_SHAPES_THREADS;
 BENCHMARK(BM_Float32AdamStep) SGDC_SHAPES;
 BENCHMARK(BM_CertifiedAdamStep) SGDC_SHAPES_THREADS;

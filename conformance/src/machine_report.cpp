@@ -191,6 +191,16 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
   os << fmt::format(
       "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
       suite, r.properties.size(), failures, skipped, r.seconds);
+  // The declared precision stages, as the JSON report's implementation.precision.
+  if (const reference::Stages& st = r.declaration.arithmetic.stages; st.declared()) {
+    os << "    <properties>\n";
+    for (const auto& [name, f] : {std::pair{"param_dtype", st.param},
+                                  {"reduce_dtype", st.reduce},
+                                  {"master_dtype", st.master}})
+      os << fmt::format("      <property name=\"precision.{}\" value=\"{}\"/>\n", name,
+                        reference::to_string(f));
+    os << "    </properties>\n";
+  }
   for (const PropertyOutcome& o : r.properties) {
     const properties::PropertyReport& p = o.report;
     os << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\"",

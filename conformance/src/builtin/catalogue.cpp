@@ -385,16 +385,16 @@ std::vector<Entry> make_catalogue() {
                      "MixedPrecisionPolicy(param_dtype=bfloat16, reduce_dtype=bfloat16) "
                      "declared with a float32 reduction: the ranks' gradients summed in "
                      "bfloat16",
-                     "summed in bfloat16"));
+                     "reduced in bfloat16 where reduce_dtype"));
   c.push_back(staged("bf16-master-undeclared", bf16_master, bf16_params,
                      "the model converted to bfloat16 before fully_shard, declared with "
                      "float32 master weights: parameters and optimizer state stored and "
                      "updated in bfloat16",
-                     "master weights"));
+                     "bfloat16 master weights where"));
   c.push_back(staged("bf16-params-not-applied", {}, bf16_params,
                      "declares param_dtype=bfloat16 (the MixedPrecisionPolicy never passed "
                      "to fully_shard), computes every stage in float32",
-                     "param_dtype"));
+                     "param_dtype bfloat16 is not applied"));
   return c;
 }
 
