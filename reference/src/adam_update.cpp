@@ -134,14 +134,48 @@ RoundedValue AdamUpdate::parameter(float p, const Rational& m_new, const Rationa
       tie, "Adam's parameter update");
 }
 
+// p' is rational exactly where m' = 0 or lr = 0, or where sqrt(vh + eps_root) lies in
+// Q(sqrt S) (else m' / (that + eps) would not) and p', computed in Q(sqrt S) then, has no
+// sqrt(S) part. An irrational p' lies on no rounding boundary.
+std::optional<Rational> AdamUpdate::rational_parameter(float p, const Quadratic& m_new,
+                                                       const Quadratic& v_new) const {
+  const bool decoupled = o_.decay == Optimizer::Decay::decoupled;
+  const Rational param(static_cast<double>(p)), lr(static_cast<double>(lr_)),
+      wd(static_cast<double>(o_.weight_decay));
+  if (lr_ == 0.0f || m_new.sign() == 0) return decoupled ? param - lr * wd * param : param;
+  if (!powers_exact()) return std::nullopt;
+  const Rational bc1 = 1 - power(o_.b1, t_), bc2 = 1 - power(o_.b2, t_);
+  const Rational* s = m_new.radicand() ? m_new.radicand() : v_new.radicand();
+  const Quadratic w =
+      v_new * Quadratic(Rational(1 / bc2)) + Quadratic(Rational(static_cast<double>(o_.eps_root)));
+  const std::optional<Quadratic> root = square_root(w, s);
+  if (!root) return std::nullopt;
+  const Quadratic denominator = *root + Quadratic(Rational(static_cast<double>(o_.eps)));
+  if (denominator.sign() == 0) return std::nullopt;
+  Quadratic direction = m_new * Quadratic(Rational(1 / bc1)) * reciprocal(denominator);
+  if (decoupled) direction += Quadratic(Rational(wd * param));
+  const Quadratic value = Quadratic(param) - Quadratic(lr) * direction;
+  if (!value.is_rational()) return std::nullopt;
+  return value.a();
+}
+
 RoundedValue AdamUpdate::parameter(float p, const Quadratic& m_new, const Quadratic& v_new) const {
   if (m_new.is_rational() && v_new.is_rational()) return parameter(p, m_new.a(), v_new.a());
+  // Not decided: p' may be rational and sit on a rounding boundary, which no enclosure
+  // decides; tested exactly, once.
+  bool tie_tested = false;
+  auto tie = [&]() -> std::optional<RoundedValue> {
+    if (tie_tested) return std::nullopt;
+    tie_tested = true;
+    const std::optional<Rational> q = rational_parameter(p, m_new, v_new);
+    return q ? std::optional<RoundedValue>(round_both(*q)) : std::nullopt;
+  };
   return climb(
       p,
       [&](long precision) {
         return std::pair{m_new.enclose(precision), v_new.enclose(precision)};
       },
-      [] { return std::optional<RoundedValue>{}; }, "a clipped step's Adam or Adagrad parameter");
+      tie, "a clipped step's Adam or Adagrad parameter");
 }
 
 template <class Moments, class Tie>
@@ -193,6 +227,12 @@ ExactValue AdamUpdate::exact(float p, const Rational& m_new, const Rational& v_n
 ExactValue AdamUpdate::exact(float p, const Quadratic& m_new, const Quadratic& v_new,
                              int digits) const {
   if (m_new.is_rational() && v_new.is_rational()) return exact(p, m_new.a(), v_new.a(), digits);
+  // A rational p' is written whole; an irrational one has no decimal tie.
+  if (const std::optional<Rational> q = rational_parameter(p, m_new, v_new)) {
+    ExactValue out;
+    out.rational = *q;
+    return out;
+  }
   return decimal(
       p, [&](long precision) { return m_new.enclose(precision); },
       [&](long precision) { return v_new.enclose(precision); }, digits);

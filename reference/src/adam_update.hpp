@@ -79,6 +79,9 @@ class AdamUpdate {
   struct Intervals;
   static constexpr std::array<long, 4> ladder{128, 512, 2048, 8192};
   // Whether b^t is cheap to compute exactly for the tie test.
+  // p' in rationals where it is rational (moments in Q(sqrt S)); none where irrational.
+  std::optional<Rational> rational_parameter(float p, const Quadratic& m_new,
+                                             const Quadratic& v_new) const;
   bool powers_exact() const { return t_ <= exact_power_limit || (o_.b1 == 0.0f && o_.b2 == 0.0f); }
   // Beyond this t the exact powers b^t are too long to compute for a tie test.
   static constexpr std::int64_t exact_power_limit = 4096;

@@ -105,4 +105,42 @@ ExactValue exact_value(const Quadratic& x, int digits) {
                            " significant digits could not be decided");
 }
 
+Quadratic reciprocal(const Quadratic& x) {
+  if (x.is_rational()) {
+    if (x.a() == 0) throw std::domain_error("Quadratic: 1 / 0");
+    return Quadratic(Rational(1 / x.a()));
+  }
+  // S is not a rational's square, so a^2 - b^2 S != 0.
+  const Rational n = x.a() * x.a() - x.b() * x.b() * *x.radicand();
+  return Quadratic(Rational(x.a() / n), Rational(-x.b() / n), x.radicand());
+}
+
+// (c + d r)^2 = (c^2 + d^2 S) + 2 c d r: for w = a + b r, b != 0, c^2 is a root of
+// 4 z^2 - 4 a z + b^2 S = 0, z = (a +- sqrt(a^2 - b^2 S)) / 2, and d = b / (2 c). For a
+// rational w, sqrt(w) is rational, or d r with d^2 = w / S, or outside the field.
+std::optional<Quadratic> square_root(const Quadratic& w, const Rational* s) {
+  if (w.sign() < 0) return std::nullopt;
+  if (w.is_rational()) {
+    if (const std::optional<Rational> r = rational_root(w.a())) return Quadratic(*r);
+    if (s)
+      if (const std::optional<Rational> d = rational_root(Rational(w.a() / *s)))
+        return Quadratic(Rational(0), *d, s);
+    return std::nullopt;
+  }
+  const Rational& a = w.a();
+  const Rational& b = w.b();
+  const Rational* r = w.radicand();
+  const std::optional<Rational> disc = rational_root(a * a - b * b * *r);
+  if (!disc) return std::nullopt;
+  for (const Rational z : {Rational((a + *disc) / 2), Rational((a - *disc) / 2)}) {
+    if (z <= 0) continue;
+    const std::optional<Rational> c = rational_root(z);
+    if (!c) continue;
+    Quadratic root(*c, Rational(b / (2 * *c)), r);
+    if (root.sign() < 0) root = -root;
+    if (root * root == w) return root;
+  }
+  return std::nullopt;
+}
+
 }  // namespace sgdc::reference

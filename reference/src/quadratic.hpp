@@ -61,6 +61,13 @@ class Quadratic {
 /// squares), else none.
 std::optional<Rational> rational_root(const Rational& q);
 
+/// 1 / x, exactly: (a - b sqrt(S)) / (a^2 - b^2 S). `x` must not be 0.
+Quadratic reciprocal(const Quadratic& x);
+
+/// The non-negative square root of w >= 0 when it lies in Q(sqrt(*s)) (a rational, or
+/// c + d sqrt(S)), else none; `s` is the radicand w's field has (w's own when irrational).
+std::optional<Quadratic> square_root(const Quadratic& w, const Rational* s);
+
 /// x correctly rounded to float32 and to double: a rational by rounding.hpp, an
 /// irrational one by enclosures of growing precision until one float32 and one double
 /// hold it (an irrational value lies on no rounding boundary). Throws

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "adam_update.hpp"
 #include "clipped_step.hpp"
 #include "clipping_bound.hpp"
 #include "identical.hpp"
@@ -281,6 +282,46 @@ TEST(Clipping, NormAndFactorBoundsAreSoundAndNear) {
     report("norm err/E_N", norm_ratios);
     report("factor err/E_c", factor_ratios);
   }
+}
+
+// Q(sqrt S)'s own square root and reciprocal, exactly.
+TEST(Clipping, QuadraticRootAndReciprocalAreExact) {
+  const Rational two(2);
+  const Quadratic x(Rational(3, 2), Rational(1, 4), &two);
+  EXPECT_EQ(x * reciprocal(x), Quadratic(1));
+  const std::optional<Quadratic> root = square_root(x * x, &two);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(*root, x);
+  // sqrt(1 + sqrt 2) is not in Q(sqrt 2); 2 * 9 = 18 has the root 3 sqrt 2; 9/4 has 3/2.
+  EXPECT_FALSE(square_root(Quadratic(Rational(1), Rational(1), &two), &two));
+  EXPECT_EQ(*square_root(Quadratic(Rational(18)), &two), Quadratic(Rational(0), Rational(3), &two));
+  EXPECT_EQ(*square_root(Quadratic(Rational(9, 4)), &two), Quadratic(Rational(3, 2)));
+  // (1 - sqrt 2)^2 = 3 - 2 sqrt 2: the non-negative root is sqrt 2 - 1.
+  EXPECT_EQ(*square_root(Quadratic(Rational(3), Rational(-2), &two), &two),
+            Quadratic(Rational(-1), Rational(1), &two));
+}
+
+// A clipped Adam parameter whose moments are irrational and whose update is an exact
+// float32 tie: vh = (1 + sqrt 2)^2 and mh = 1 + eps + sqrt 2 make the direction 1, so
+// p' = 1 - 2^-25, halfway between 1 - 2^-24 and 1; it rounds to even, 1. No enclosure
+// decides it; the exact test in Q(sqrt 2) does.
+TEST(Clipping, AnExactTieWithIrrationalMomentsIsDecided) {
+  Case c = one_by_one(1.0f);
+  c.optimizer.kind = Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.5f;
+  c.optimizer.b2 = 0.75f;
+  c.optimizer.eps = 0x1p-10f;
+  c.lr = 0x1p-25f;
+  const AdamUpdate update(c);
+  const Rational two(2), eps(0x1p-10);
+  const Quadratic m(Rational((1 + eps) / 2), Rational(1, 2), &two);  // (1 - b1) mh
+  const Quadratic v(Rational(3, 4), Rational(2, 4), &two);           // (1 - b2) (3 + 2 sqrt 2)
+  const RoundedValue r = update.parameter(1.0f, m, v);
+  EXPECT_EQ(r.rounded, 1.0f);
+  EXPECT_EQ(r.value, 1.0 - 0x1p-25);
+  const ExactValue e = update.exact(1.0f, m, v, 40);
+  ASSERT_TRUE(e.rational);
+  EXPECT_EQ(*e.rational, Rational(1) - Rational(1, 1 << 25));
 }
 
 TEST(Clipping, BadClipValuesAreNamed) {
