@@ -33,38 +33,36 @@ constexpr const char* bias_group_names[] = {"bias_group.lr", "bias_group.weight_
 
 }  // namespace
 
+// The norm once per case, for both of clipping's options.
+CaseFacts::CaseFacts(const reference::Case& c) : c(c) {
+  if (c.clip) clip_active = double(c.clip->max_norm) < gradient_norm(c) + double(c.clip->eps);
+}
+
 const std::vector<ExercisedOption>& exercised_options() {
   static const std::vector<ExercisedOption> options = {
-      {"sgd", [](const reference::Case& c) { return c.optimizer.kind == Kind::sgd; }},
-      {"momentum", [](const reference::Case& c) { return c.optimizer.kind == Kind::momentum; }},
-      {"adam", [](const reference::Case& c) { return c.optimizer.kind == Kind::adam; }},
-      {"adagrad", [](const reference::Case& c) { return c.optimizer.kind == Kind::adagrad; }},
-      {"nesterov", [](const reference::Case& c) { return c.optimizer.nesterov; }},
-      {"dampening", [](const reference::Case& c) { return c.optimizer.dampening != 0.0f; }},
+      {"sgd", [](const CaseFacts& f) { return f.c.optimizer.kind == Kind::sgd; }},
+      {"momentum", [](const CaseFacts& f) { return f.c.optimizer.kind == Kind::momentum; }},
+      {"adam", [](const CaseFacts& f) { return f.c.optimizer.kind == Kind::adam; }},
+      {"adagrad", [](const CaseFacts& f) { return f.c.optimizer.kind == Kind::adagrad; }},
+      {"nesterov", [](const CaseFacts& f) { return f.c.optimizer.nesterov; }},
+      {"dampening", [](const CaseFacts& f) { return f.c.optimizer.dampening != 0.0f; }},
       {"decay coupled",
-       [](const reference::Case& c) {
-         return c.optimizer.weight_decay != 0.0f && c.optimizer.decay == Decay::coupled;
+       [](const CaseFacts& f) {
+         return f.c.optimizer.weight_decay != 0.0f && f.c.optimizer.decay == Decay::coupled;
        }},
       {"decay decoupled",
-       [](const reference::Case& c) {
-         return c.optimizer.weight_decay != 0.0f && c.optimizer.decay == Decay::decoupled;
+       [](const CaseFacts& f) {
+         return f.c.optimizer.weight_decay != 0.0f && f.c.optimizer.decay == Decay::decoupled;
        }},
-      {"eps_root", [](const reference::Case& c) { return c.optimizer.eps_root != 0.0f; }},
-      {"fresh state", [](const reference::Case& c) { return stateful(c) && c.fresh_state(); }},
-      {"carried state", [](const reference::Case& c) { return stateful(c) && !c.fresh_state(); }},
-      {"num_shards > 1", [](const reference::Case& c) { return c.num_shards > 1; }},
-      {"uneven shards", [](const reference::Case& c) { return c.n % c.num_shards != 0; }},
-      {"bias group", [](const reference::Case& c) { return c.bias_group.has_value(); }},
-      // Whether the clip factor is below 1, from the gradients' norm in double (a report,
-      // not a verdict: a case at the boundary may be counted on either side).
-      {"clipping active",
-       [](const reference::Case& c) {
-         return c.clip && double(c.clip->max_norm) < gradient_norm(c) + double(c.clip->eps);
-       }},
+      {"eps_root", [](const CaseFacts& f) { return f.c.optimizer.eps_root != 0.0f; }},
+      {"fresh state", [](const CaseFacts& f) { return stateful(f.c) && f.c.fresh_state(); }},
+      {"carried state", [](const CaseFacts& f) { return stateful(f.c) && !f.c.fresh_state(); }},
+      {"num_shards > 1", [](const CaseFacts& f) { return f.c.num_shards > 1; }},
+      {"uneven shards", [](const CaseFacts& f) { return f.c.n % f.c.num_shards != 0; }},
+      {"bias group", [](const CaseFacts& f) { return f.c.bias_group.has_value(); }},
+      {"clipping active", [](const CaseFacts& f) { return f.clip_active.value_or(false); }},
       {"clipping inactive",
-       [](const reference::Case& c) {
-         return c.clip && double(c.clip->max_norm) >= gradient_norm(c) + double(c.clip->eps);
-       }},
+       [](const CaseFacts& f) { return f.clip_active.has_value() && !*f.clip_active; }},
   };
   return options;
 }
@@ -72,7 +70,8 @@ const std::vector<ExercisedOption>& exercised_options() {
 void Exercised::add(const reference::Case& c) {
   ++cases;
   const auto& options = exercised_options();
-  for (std::size_t i = 0; i < options.size(); ++i) counts[i] += options[i].in(c) ? 1 : 0;
+  const CaseFacts facts(c);
+  for (std::size_t i = 0; i < options.size(); ++i) counts[i] += options[i].in(facts) ? 1 : 0;
   for (std::size_t i = 0; i < ranges.size(); ++i) {
     const reference::Hyperparameter& h = reference::hyperparameters[i];
     const float v = h.get(c);

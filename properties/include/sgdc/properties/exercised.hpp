@@ -16,10 +16,19 @@ namespace sgdc::properties {
 
 struct Declaration;
 
+/// What a case is counted by: the case, and what costs a pass over it, measured once.
+struct CaseFacts {
+  const reference::Case& c;
+  /// With clipping, whether the clip factor is below 1 (from the gradients' norm in
+  /// double: a report, not a verdict; a case at the boundary may be counted either way).
+  std::optional<bool> clip_active;
+  explicit CaseFacts(const reference::Case& c);
+};
+
 /// One option a case may exercise, in report order (the table in exercised.cpp).
 struct ExercisedOption {
   const char* name;  ///< e.g. "nesterov", "decay decoupled", "carried state"
-  bool (*in)(const reference::Case&);
+  bool (*in)(const CaseFacts&);
 };
 
 /// The options counted, in report order.
