@@ -448,6 +448,70 @@ std::optional<std::optional<Approx>> clip_factor(const Clipping& clip,
   return std::optional<Approx>{*factor};
 }
 
+// (C), (O), (A): the optimizer's outputs from the enclosed gradients `grads` (the
+// kernel's [d][k], then the bias's [k]), clipped where the case says, element by element,
+// rounded into `s`; what cannot be certified is listed in `missing`. False where the clip
+// factor cannot be decided.
+template <Tracking T>
+bool optimizer_outputs(const Case& c, std::vector<Approx> grads, int threads, RoundedStep& s,
+                       Missing& missing) {
+  const int d = c.d, k = c.k;
+  const std::size_t dk = static_cast<std::size_t>(d) * k;
+  if (c.clip) {
+    // (C) the factor, and the gradients the optimizer reads.
+    for (const Approx& g : grads)
+      if (!in_product_range(g)) return false;
+    const auto factor = clip_factor<T>(*c.clip, grads);
+    if (!factor) return false;
+    if (*factor)
+      for (Approx& g : grads) g = double_word::product(**factor, g);
+  }
+
+  // (O), (A) element by element.
+  const OptimizerInfo& kept = info(c.optimizer.kind);
+  const bool is_adam = kept.second_moment;
+  const OptimizerStep<T> optimizer(c);
+  std::optional<AdamUpdate> adam;
+  if (is_adam) adam.emplace(c);
+  s.kernel.resize(dk);
+  s.bias.resize(static_cast<std::size_t>(k));
+  s.momentum_kernel.resize(kept.buffer ? dk : 0);
+  s.momentum_bias.resize(kept.buffer ? static_cast<std::size_t>(k) : 0);
+  s.second_moment_kernel.resize(kept.second_moment ? dk : 0);
+  s.second_moment_bias.resize(kept.second_moment ? static_cast<std::size_t>(k) : 0);
+  const bool fresh = c.fresh_state();
+  auto step = [&](bool bias, std::size_t e, Missing& m) {
+    const Approx& g = grads[bias ? dk + e : e];
+    const std::vector<float>& p = bias ? c.bias : c.kernel;
+    const Output param = bias ? Output::bias : Output::kernel;
+    const Output buffer = bias ? Output::momentum_bias : Output::momentum_kernel;
+    const Output second = bias ? Output::second_moment_bias : Output::second_moment_kernel;
+    if (is_adam) {
+      round_adam(*adam, c, p[e], bias ? c.momentum_bias : c.momentum_kernel,
+                 bias ? c.second_moment_bias : c.second_moment_kernel, e, g, s[param][e],
+                 kept.buffer ? &s[buffer][e] : nullptr, s[second][e], m, param, buffer, second);
+      return;
+    }
+    // Plain SGD is the momentum step's fresh path with no buffer kept: p - lr g.
+    const std::vector<float>& before = bias ? c.momentum_bias : c.momentum_kernel;
+    const OptimizerUpdate u = optimizer(p[e], fresh ? 0.0f : before[e], g);
+    round_value(u.param, s[param][e], m[param], e);
+    if (kept.buffer) round_value(u.buffer, s[buffer][e], m[buffer], e);
+  };
+  for (int j = 0; j < k; ++j) step(true, static_cast<std::size_t>(j), missing);
+  std::vector<Missing> parts(static_cast<std::size_t>(threads));
+  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t part) {
+    for (int j = begin; j < end; ++j) step(false, static_cast<std::size_t>(l) * k + j, parts[part]);
+  });
+  for (const Missing& m : parts) {
+    for (Output o : {Output::kernel, Output::momentum_kernel, Output::second_moment_kernel})
+      missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
+    missing.adam_elements += m.adam_elements;
+    missing.adam_by_mpfr += m.adam_by_mpfr;
+  }
+  return true;
+}
+
 // A clipped case's outputs (Case::clip): every gradient enclosed first (their norm needs
 // them all), rounded as reported, then the optimizer element by element from the clipped
 // ones, factor times gradient, as the unclipped step's stateful path does. False where
@@ -500,57 +564,7 @@ bool evaluate_clipped_outputs(const Case& c, const std::vector<Approx>& residual
     round_value(grads[e], s.grad_kernel[e], missing.grad_kernel, e);
   for (int j = 0; j < k; ++j) round_value(grads[dk + j], s.grad_bias[j], missing.grad_bias, j);
 
-  // (C) the factor, and the gradients the optimizer reads.
-  for (const Approx& g : grads)
-    if (!in_product_range(g)) return false;
-  const auto factor = clip_factor<T>(*c.clip, grads);
-  if (!factor) return false;
-  if (*factor)
-    for (Approx& g : grads) g = double_word::product(**factor, g);
-
-  // (O), (A) element by element.
-  const OptimizerInfo& kept = info(c.optimizer.kind);
-  const bool is_adam = kept.second_moment;
-  const OptimizerStep<T> optimizer(c);
-  std::optional<AdamUpdate> adam;
-  if (is_adam) adam.emplace(c);
-  s.kernel.resize(dk);
-  s.bias.resize(static_cast<std::size_t>(k));
-  s.momentum_kernel.resize(kept.buffer ? dk : 0);
-  s.momentum_bias.resize(kept.buffer ? static_cast<std::size_t>(k) : 0);
-  s.second_moment_kernel.resize(kept.second_moment ? dk : 0);
-  s.second_moment_bias.resize(kept.second_moment ? static_cast<std::size_t>(k) : 0);
-  const bool fresh = c.fresh_state();
-  auto step = [&](bool bias, std::size_t e, Missing& m) {
-    const Approx& g = grads[bias ? dk + e : e];
-    const std::vector<float>& p = bias ? c.bias : c.kernel;
-    const Output param = bias ? Output::bias : Output::kernel;
-    const Output buffer = bias ? Output::momentum_bias : Output::momentum_kernel;
-    const Output second = bias ? Output::second_moment_bias : Output::second_moment_kernel;
-    if (is_adam) {
-      round_adam(*adam, c, p[e], bias ? c.momentum_bias : c.momentum_kernel,
-                 bias ? c.second_moment_bias : c.second_moment_kernel, e, g, s[param][e],
-                 kept.buffer ? &s[buffer][e] : nullptr, s[second][e], m, param, buffer, second);
-      return;
-    }
-    // Plain SGD is the momentum step's fresh path with no buffer kept: p - lr g.
-    const std::vector<float>& before = bias ? c.momentum_bias : c.momentum_kernel;
-    const OptimizerUpdate u = optimizer(p[e], fresh ? 0.0f : before[e], g);
-    round_value(u.param, s[param][e], m[param], e);
-    if (kept.buffer) round_value(u.buffer, s[buffer][e], m[buffer], e);
-  };
-  for (int j = 0; j < k; ++j) step(true, static_cast<std::size_t>(j), missing);
-  std::vector<Missing> parts(static_cast<std::size_t>(threads));
-  parallel::for_tiles(d, k, threads, [&](int l, int begin, int end, std::size_t part) {
-    for (int j = begin; j < end; ++j) step(false, static_cast<std::size_t>(l) * k + j, parts[part]);
-  });
-  for (const Missing& m : parts) {
-    for (Output o : {Output::kernel, Output::momentum_kernel, Output::second_moment_kernel})
-      missing[o].insert(missing[o].end(), m[o].begin(), m[o].end());
-    missing.adam_elements += m.adam_elements;
-    missing.adam_by_mpfr += m.adam_by_mpfr;
-  }
-  return true;
+  return optimizer_outputs<T>(c, std::move(grads), threads, s, missing);
 }
 
 // Replaces the values no pass could certify by the exact step's.
@@ -561,6 +575,30 @@ void fill_from_exact(const Missing& missing, const RoundedStep& exact, RoundedSt
   }
 }
 }  // namespace
+
+std::optional<RoundedStep> certified_optimizer(const Case& c,
+                                               const std::vector<double>& grad_kernel,
+                                               const std::vector<double>& grad_bias) {
+  c.validate();
+  if (has_nonfinite_input(c) || !within_analysed_sizes(c)) return std::nullopt;
+  // Each gradient exact: a double with no error.
+  std::vector<Approx> grads;
+  grads.reserve(grad_kernel.size() + grad_bias.size());
+  for (const std::vector<double>* g : {&grad_kernel, &grad_bias})
+    for (const double v : *g) {
+      if (!std::isfinite(v)) return std::nullopt;
+      grads.push_back({v, 0.0, 0.0});
+    }
+  RoundedStep s;
+  Missing missing;
+  for (Output o : all_outputs) missing[o].clear();
+  const int threads = parallel::threads_for(c.n, c.d, c.k);
+  if (!optimizer_outputs<Tracking::exact_errors>(c, std::move(grads), threads, s, missing))
+    return std::nullopt;
+  for (Output o : all_outputs)
+    if (!missing[o].empty()) return std::nullopt;
+  return s;
+}
 
 RoundedStep certified_step(const Case& c) {
   c.validate();

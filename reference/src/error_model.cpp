@@ -1,7 +1,9 @@
 #include "sgdc/reference/error_model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -31,12 +33,22 @@ double Format::max_finite() const {
 
 double Format::min_subnormal() const { return std::ldexp(1.0, min_exponent - fraction_bits); }
 
+namespace {
+// 2^e for -1022 <= e <= 1023, from its bits.
+double power_of_two(int e) {
+  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
+}
+}  // namespace
+
 double round_to_format(double v, const Format& f) {
   if (!std::isfinite(v) || v == 0.0) return v;
-  const int exponent = std::max(std::ilogb(v), f.min_exponent);
+  const int biased = static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7ff);
+  // A double below 2^-1022 lies far below half any format's smallest subnormal.
+  if (biased == 0) return std::copysign(0.0, v);
+  const int exponent = std::max(biased - 1023, f.min_exponent);
   // Scaling by a power of two is exact; nearbyint rounds to nearest, ties to even.
-  const double quantum = std::ldexp(1.0, exponent - f.fraction_bits);
-  const double r = std::nearbyint(v / quantum) * quantum;
+  const double r = std::nearbyint(v * power_of_two(f.fraction_bits - exponent)) *
+                   power_of_two(exponent - f.fraction_bits);
   return std::abs(r) > f.max_finite() ? std::copysign(std::numeric_limits<double>::infinity(), v)
                                       : r;
 }

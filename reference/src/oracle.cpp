@@ -177,7 +177,7 @@ void release(std::vector<T>& v) {
 // gradients from the staged simulation, where they lie; the optimizer's outputs exactly
 // from the gradients' centers, bounded in the master weights' format from the gradients'
 // radii. Into `values` and `bounds`, as the exact step and its bounds would be.
-void staged_step(const Case& as_given, const ErrorModel& model, RoundedStep& values,
+void staged_step(const Case& as_given, const ErrorModel& model, bool certified, RoundedStep& values,
                  StepBounds& bounds) {
   const StagedGradients staged = staged_gradients(as_given, model);
   // The optimizer reads the parameters and state as the master weights hold them: the
@@ -224,17 +224,32 @@ void staged_step(const Case& as_given, const ErrorModel& model, RoundedStep& val
       into_bounds->push_back(bound((*from)[e]));
     }
   }
-  if (!c.clip) {
-    Matrix<Rational> w(c.d, c.k), b(1, c.k);
-    for (std::size_t e = 0; e < c.kernel.size(); ++e)
-      w.data()[e] = Rational(static_cast<double>(c.kernel[e]));
-    for (std::size_t e = 0; e < c.bias.size(); ++e)
-      b.data()[e] = Rational(static_cast<double>(c.bias[e]));
-    apply_optimizer(c, w, b, exact.grad_kernel, exact.grad_bias, exact);
+  // The certified optimizer from the centres (section 11's double words), else the exact
+  // one in rationals: the same values bit for bit.
+  std::optional<RoundedStep> fast;
+  if (certified) {
+    std::vector<double> gk, gb;
+    for (const RoundedValue& v : values.grad_kernel) gk.push_back(v.value);
+    for (const RoundedValue& v : values.grad_bias) gb.push_back(v.value);
+    fast = certified_optimizer(c, gk, gb);
   }
-  round_optimizer_outputs(c, exact, values);
-  values.fallback_elements = values.elements();
-  values.exact_evaluated = true;
+  if (fast) {
+    for (Output o : {Output::kernel, Output::bias, Output::momentum_kernel, Output::momentum_bias,
+                     Output::second_moment_kernel, Output::second_moment_bias})
+      values[o] = std::move((*fast)[o]);
+  } else {
+    if (!c.clip) {
+      Matrix<Rational> w(c.d, c.k), b(1, c.k);
+      for (std::size_t e = 0; e < c.kernel.size(); ++e)
+        w.data()[e] = Rational(static_cast<double>(c.kernel[e]));
+      for (std::size_t e = 0; e < c.bias.size(); ++e)
+        b.data()[e] = Rational(static_cast<double>(c.bias[e]));
+      apply_optimizer(c, w, b, exact.grad_kernel, exact.grad_bias, exact);
+    }
+    round_optimizer_outputs(c, exact, values);
+    values.fallback_elements = values.elements();
+    values.exact_evaluated = true;
+  }
 
   ExactMagnitudes mag;
   mag.grad_kernel = magnitudes(values.grad_kernel);
@@ -297,7 +312,7 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
   RoundedStep exact;
   StepBounds bounds;
   if (staged) {
-    staged_step(finite, model, exact, bounds);
+    staged_step(finite, model, evaluate != round_exact_step, exact, bounds);
   } else {
     exact = evaluate(finite);
     ExactMagnitudes mag;

@@ -18,8 +18,10 @@ constexpr double infinity = std::numeric_limits<double>::infinity();
 constexpr double double_u = 0x1p-53;
 constexpr double slack = 1.0 + 0x1p-28;
 
-double down(double v) { return std::nextafter(v, -infinity); }
-double up(double v) { return std::nextafter(v, infinity); }
+// At least one double ulp outward (|v| 2^-52 is one ulp or more; the smallest subnormal
+// near 0), which covers the rounding of the operation that made v.
+double down(double v) { return v - (std::abs(v) * 0x1p-52 + 0x1p-1074); }
+double up(double v) { return v + (std::abs(v) * 0x1p-52 + 0x1p-1074); }
 
 // A closed interval of reals with double endpoints; `lo > hi` never.
 struct Interval {

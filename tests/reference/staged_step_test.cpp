@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "identical.hpp"
 #include "sgdc/properties/generators.hpp"
 #include "sgdc/reference/oracle.hpp"
 #include "staged_step.hpp"
@@ -273,6 +274,46 @@ TEST(Stages, SoundForEveryStrategyAndTheNearestWrongStagesRejected) {
       }
     }
   }
+}
+
+// The optimizer from the staged gradients' centres: the certified double words
+// (expect) and the exact rationals (expect_exact) give the same bits and bounds, for
+// every optimizer, clipped or not, master weights float32 or bfloat16.
+TEST(Stages, CertifiedOptimizerAgreesWithExact) {
+  properties::CaseSpace space;
+  space.max_shards = 4;
+  space.momentum = properties::MomentumSupport{
+      .dampening = true, .nesterov = true, .coupled_decay = true, .decoupled_decay = true};
+  space.adam =
+      properties::AdamSupport{.coupled_decay = true, .decoupled_decay = true, .eps_root = true};
+  properties::CaseSpace clipped = space;
+  clipped.recipe.clipping = properties::DeclaredClipping{.max_norm = {1e-7f, 1e4f}, .eps = 1e-6f};
+  properties::CaseSpace adagrad;
+  adagrad.max_shards = 4;
+  adagrad.adagrad = properties::AdagradSupport{.coupled_decay = true, .eps_root = true};
+  adagrad.recipe.optimizers = {Optimizer::Kind::adagrad};
+  rc::Random random(31);
+  int cases = 0;
+  for (const properties::CaseSpace* sp : {&space, &clipped, &adagrad}) {
+    const rc::Gen<Case> gen =
+        properties::cases(*sp, {.spread = properties::Spread::unit, .max_dim = 8});
+    for (const Stages& stages :
+         {Stages{.param = bfloat16}, Stages{.param = bfloat16, .master = bfloat16}}) {
+      ErrorModel model;
+      model.stages = stages;
+      for (int i = 0; i < 150; ++i) {
+        rc::Random r = random.split();
+        const Case c = gen(r, i % 101).value();
+        if (has_nonfinite_input(c)) continue;
+        const std::string where = "case " + std::to_string(i) + " n=" + std::to_string(c.n) +
+                                  " d=" + std::to_string(c.d) + " k=" + std::to_string(c.k);
+        ASSERT_NO_FATAL_FAILURE(
+            identical::expect_identical(expect(c, model), expect_exact(c, model), where));
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GT(cases, 800);
 }
 
 TEST(Stages, BadDeclarationsAreNamed) {

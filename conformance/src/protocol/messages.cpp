@@ -330,7 +330,9 @@ reference::Format decode_format(const json& v) {
 reference::Stages decode_precision(const json& v) {
   if (!v.is_object()) bad(fmt::format("precision is not an object: {}", show(v)));
   constexpr const char* keys[] = {"param_dtype", "reduce_dtype", "master_dtype"};
-  for (const auto& [key, value] : v.items()) {
+  // Not a structured binding: the lambda captures the key, which clang before 16 rejects.
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& key = it.key();
     if (std::find_if(std::begin(keys), std::end(keys), [&](const char* k) { return key == k; }) ==
         std::end(keys))
       bad(

@@ -8,6 +8,8 @@
 /// (docs/error-model.md, section 11). Light header: no Boost, no Eigen.
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "sgdc/reference/case.hpp"
 #include "sgdc/reference/rounded_step.hpp"
@@ -19,6 +21,15 @@ namespace sgdc::reference {
 /// RoundedStep::fallback_elements. Inputs must be finite; throws std::invalid_argument
 /// otherwise or for shape errors.
 RoundedStep certified_step(const Case& c);
+
+/// The optimizer's outputs of case `c` (kernel, bias and the state its optimizer keeps;
+/// the other outputs left empty) from gradients given exactly (`grad_kernel` [d][k],
+/// `grad_bias` [k], finite doubles), clipped as `c.clip` says, each correctly rounded as
+/// the exact step from those gradients rounds it; none where some value, or the clip
+/// factor's branch, is not certified (the caller then takes the exact step).
+std::optional<RoundedStep> certified_optimizer(const Case& c,
+                                               const std::vector<double>& grad_kernel,
+                                               const std::vector<double>& grad_bias);
 
 /// Process-wide tallies of certified_step, since the program started.
 struct CertificationCounters {
