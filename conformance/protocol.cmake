@@ -6,6 +6,7 @@ sgdc_add_library(protocol INCLUDE_DIR ${CMAKE_CURRENT_LIST_DIR}/include SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/base64.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/messages.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/recipe_json.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/src/protocol/precision_json.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/child_exit.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/child_process.cpp
   ${CMAKE_CURRENT_LIST_DIR}/src/protocol/adapter.cpp

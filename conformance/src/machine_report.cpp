@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "protocol/base64.hpp"
+#include "sgdc/conformance/protocol/precision_json.hpp"
 #include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/replay_line.hpp"
 #include "sgdc/conformance/text_report.hpp"
@@ -104,9 +105,7 @@ void write_json_report(std::ostream& os, const SuiteReport& r, const std::string
             {"seconds", r.seconds}};
   if (!d.recipe.empty()) j["implementation"]["recipe"] = protocol::encode_recipe(d.recipe);
   if (const reference::Stages& st = d.arithmetic.stages; st.declared())
-    j["implementation"]["precision"] = {{"param_dtype", reference::to_string(st.param)},
-                                        {"reduce_dtype", reference::to_string(st.reduce)},
-                                        {"master_dtype", reference::to_string(st.master)}};
+    j["implementation"]["precision"] = protocol::encode_precision(st);
   json props = json::array();
   for (const PropertyOutcome& o : r.properties) {
     const properties::PropertyReport& p = o.report;
@@ -194,11 +193,9 @@ void write_junit_report(std::ostream& os, const SuiteReport& r, const std::strin
   // The declared precision stages, as the JSON report's implementation.precision.
   if (const reference::Stages& st = r.declaration.arithmetic.stages; st.declared()) {
     os << "    <properties>\n";
-    for (const auto& [name, f] : {std::pair{"param_dtype", st.param},
-                                  {"reduce_dtype", st.reduce},
-                                  {"master_dtype", st.master}})
-      os << fmt::format("      <property name=\"precision.{}\" value=\"{}\"/>\n", name,
-                        reference::to_string(f));
+    for (const reference::StageField& field : reference::stage_fields)
+      os << fmt::format("      <property name=\"precision.{}\" value=\"{}\"/>\n", field.name,
+                        reference::to_string(st.*field.format));
     os << "    </properties>\n";
   }
   for (const PropertyOutcome& o : r.properties) {

@@ -61,10 +61,12 @@ std::string describe(const properties::Declaration& d) {
                                 std::log2(d.arithmetic.u), to_string(d.arithmetic.subnormals));
   if (d.arithmetic.format != reference::formats::float32)
     out += "; compute format " + reference::to_string(d.arithmetic.format);
-  if (const reference::Stages& st = d.arithmetic.stages; st.declared())
-    out += fmt::format("; precision param_dtype {}, reduce_dtype {}, master_dtype {}",
-                       reference::to_string(st.param), reference::to_string(st.reduce),
-                       reference::to_string(st.master));
+  if (const reference::Stages& st = d.arithmetic.stages; st.declared()) {
+    out += "; precision";
+    for (const reference::StageField& field : reference::stage_fields)
+      out += fmt::format("{} {} {}", &field == reference::stage_fields ? "" : ",", field.name,
+                         reference::to_string(st.*field.format));
+  }
   if (c.step_counter) {
     out += fmt::format("; counter {}", to_string(d.counter.type));
     if (d.counter.at_end != reference::CounterEnd::untested)

@@ -184,6 +184,12 @@ Case kernel_group_case(Case c) {
   return c;
 }
 
+std::pair<std::int64_t, std::int64_t> split_part(std::int64_t count, int parts, int part) {
+  const std::int64_t q = count / parts, r = count % parts;
+  const std::int64_t begin = part * q + std::min<std::int64_t>(part, r);
+  return {begin, begin + q + (part < r ? 1 : 0)};
+}
+
 bool has_nonfinite_input(const Case& c) {
   const Optimizer& o = c.optimizer;
   for (float h : {c.lr, o.momentum, o.dampening, o.weight_decay, o.b1, o.b2, o.eps, o.eps_root,

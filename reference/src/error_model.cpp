@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <utility>
 
 #include "sgdc/reference/float32.hpp"
 
@@ -98,6 +97,12 @@ OperationModel operation_model(const ErrorModel& model) {
           std::min(float32_max, f.max_finite())};
 }
 
+std::optional<Format> parse_stage_format(std::string_view name) {
+  const std::optional<Format> f = parse_format(name);
+  if (f && *f == formats::tf32) return std::nullopt;
+  return f;
+}
+
 bool Stages::declared() const {
   return param.narrower_than_float32() || reduce.narrower_than_float32() ||
          master.narrower_than_float32();
@@ -105,11 +110,9 @@ bool Stages::declared() const {
 
 std::string stages_problem(const Stages& s) {
   if (!s.declared()) return {};
-  for (const auto& [name, f] :
-       {std::pair{"param_dtype", s.param}, std::pair{"reduce_dtype", s.reduce},
-        std::pair{"master_dtype", s.master}}) {
-    if (const std::string problem = format_problem(f); !problem.empty())
-      return std::string(name) + ": " + problem;
+  for (const StageField& field : stage_fields) {
+    if (const std::string problem = format_problem(s.*field.format); !problem.empty())
+      return std::string(field.name) + ": " + problem;
   }
   // Section 18: the per-rank roundings are decided only where the compute copy is
   // narrower than the float32 accumulation; a float32 compute copy with a narrower

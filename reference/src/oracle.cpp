@@ -146,6 +146,23 @@ std::vector<double> magnitudes(const std::vector<RoundedValue>& values) {
   return out;
 }
 
+// The magnitudes the bounds read, from the step's values rounded to double (the
+// residuals empty where the step has none: the staged one).
+ExactMagnitudes magnitudes_of(const RoundedStep& s) {
+  ExactMagnitudes mag;
+  mag.residual = magnitudes(s.residual);
+  mag.grad_kernel = magnitudes(s.grad_kernel);
+  mag.grad_bias = magnitudes(s.grad_bias);
+  mag.kernel = magnitudes(s.kernel);
+  mag.bias = magnitudes(s.bias);
+  mag.momentum_kernel = magnitudes(s.momentum_kernel);
+  mag.momentum_bias = magnitudes(s.momentum_bias);
+  mag.second_moment_kernel = magnitudes(s.second_moment_kernel);
+  mag.second_moment_bias = magnitudes(s.second_moment_bias);
+  mag.loss = s.loss[0].value;
+  return mag;
+}
+
 // `poison` empty: nothing poisoned.
 std::vector<Expected> expected_of(const std::vector<RoundedValue>& values,
                                   const std::vector<ElementBound>& bounds,
@@ -251,16 +268,7 @@ void staged_step(const Case& as_given, const ErrorModel& model, bool certified, 
     values.exact_evaluated = true;
   }
 
-  ExactMagnitudes mag;
-  mag.grad_kernel = magnitudes(values.grad_kernel);
-  mag.grad_bias = magnitudes(values.grad_bias);
-  mag.kernel = magnitudes(values.kernel);
-  mag.bias = magnitudes(values.bias);
-  mag.momentum_kernel = magnitudes(values.momentum_kernel);
-  mag.momentum_bias = magnitudes(values.momentum_bias);
-  mag.second_moment_kernel = magnitudes(values.second_moment_kernel);
-  mag.second_moment_bias = magnitudes(values.second_moment_bias);
-  mag.loss = values.loss[0].value;
+  const ExactMagnitudes mag = magnitudes_of(values);
   // The optimizer runs on the master weights: in their format, float32's u when float32.
   const ErrorModel optimizer_model{
       .u = master.narrower_than_float32() ? master.unit_roundoff() : model.u,
@@ -315,17 +323,7 @@ Expectation expect_with(const Case& c, const ErrorModel& model,
     staged_step(finite, model, evaluate != round_exact_step, exact, bounds);
   } else {
     exact = evaluate(finite);
-    ExactMagnitudes mag;
-    mag.residual = magnitudes(exact.residual);
-    mag.grad_kernel = magnitudes(exact.grad_kernel);
-    mag.grad_bias = magnitudes(exact.grad_bias);
-    mag.kernel = magnitudes(exact.kernel);
-    mag.bias = magnitudes(exact.bias);
-    mag.momentum_kernel = magnitudes(exact.momentum_kernel);
-    mag.momentum_bias = magnitudes(exact.momentum_bias);
-    mag.second_moment_kernel = magnitudes(exact.second_moment_kernel);
-    mag.second_moment_bias = magnitudes(exact.second_moment_bias);
-    mag.loss = exact.loss[0].value;
+    const ExactMagnitudes mag = magnitudes_of(exact);
     bounds = error_bounds(finite, mag, model);
     apply_optimizer_bounds(finite, mag, model, bounds);
     if (finite.clip) apply_clipping_bounds(finite, mag, model, bounds);

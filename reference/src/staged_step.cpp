@@ -154,21 +154,15 @@ StagedGradients staged_gradients(const Case& c, const ErrorModel& model) {
   const double u_reduce = reduce_wide ? u : std::max(u, reduce.unit_roundoff());
   const double eta_reduce = reduce_wide ? eta : reduce.min_subnormal() / 2.0;
   const int conversions = reduce == param ? 0 : 1;
-  auto rows = [&](int s, int& begin, int& end) {
-    const int q = n / shards, rem = n % shards;
-    begin = s * q + std::min(s, rem);
-    end = begin + q + (s < rem ? 1 : 0);
-  };
   // `x_at(i)` the compute copy's x~ of row i (1 for the bias).
   auto gradient = [&](int j, auto x_at, bool column_over) {
     if (column_over) return staged_value({}, true);
     Sum total;
     bool over = false;
     for (int s = 0; s < shards; ++s) {
-      int begin = 0, end = 0;
-      rows(s, begin, end);
+      const auto [begin, end] = split_part(n, shards, s);
       Sum part;
-      for (int i = begin; i < end; ++i) {
+      for (int i = static_cast<int>(begin); i < end; ++i) {
         const Interval& g = gout[static_cast<std::size_t>(i) * k + j];
         const double xi = x_at(i);
         part.add(xi * g.lo, xi * g.hi);

@@ -185,8 +185,8 @@ Staged simulate(const Case& c, const Stages& s, const Strategy& how) {
   auto gradient = [&](int j, const std::function<float(int)>& x_at) {
     std::vector<float> parts;
     for (int r = 0; r < shards; ++r) {
-      const int q = n / shards, rem = n % shards;
-      const int begin = r * q + std::min(r, rem), end = begin + q + (r < rem ? 1 : 0);
+      const auto [first, last] = split_part(n, shards, r);
+      const int begin = static_cast<int>(first), end = static_cast<int>(last);
       std::vector<float> terms;
       for (int i = begin; i < end; ++i) terms.push_back(x_at(i) * gout[i * k + j]);
       parts.push_back(static_cast<float>(round_in(sum(terms), s.param)));

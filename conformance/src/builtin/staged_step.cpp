@@ -46,8 +46,8 @@ reference::StepResult staged_step(const reference::Case& c, const Recipe& recipe
   out.grad_kernel.assign(static_cast<std::size_t>(d) * k, 0.0f);
   out.grad_bias.assign(static_cast<std::size_t>(k), 0.0f);
   for (int s = 0; s < shards; ++s) {
-    const int q = n / shards, rem = n % shards;
-    const int begin = s * q + std::min(s, rem), end = begin + q + (s < rem ? 1 : 0);
+    const auto [first, last] = reference::split_part(n, shards, s);
+    const int begin = static_cast<int>(first), end = static_cast<int>(last);
     auto reduce = [&](float& total, float part) {
       const float mine = round_to(round_to(part, st.param), st.reduce);
       total = s == 0 ? mine : round_to(total + mine, st.reduce);

@@ -1,4 +1,5 @@
 #include "sgdc/conformance/protocol/messages.hpp"
+#include "sgdc/conformance/protocol/precision_json.hpp"
 #include "sgdc/conformance/protocol/recipe_json.hpp"
 
 #include <fmt/format.h>
@@ -329,12 +330,11 @@ reference::Format decode_format(const json& v) {
 // reduce_dtype=None), the others to float32.
 reference::Stages decode_precision(const json& v) {
   if (!v.is_object()) bad(fmt::format("precision is not an object: {}", show(v)));
-  constexpr const char* keys[] = {"param_dtype", "reduce_dtype", "master_dtype"};
   // Not a structured binding: the lambda captures the key, which clang before 16 rejects.
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& key = it.key();
-    if (std::find_if(std::begin(keys), std::end(keys), [&](const char* k) { return key == k; }) ==
-        std::end(keys))
+    if (std::none_of(std::begin(reference::stage_fields), std::end(reference::stage_fields),
+                     [&](const reference::StageField& f) { return key == f.name; }))
       bad(
           fmt::format("precision has an unknown field {}: expected param_dtype, reduce_dtype, "
                       "master_dtype",
@@ -344,8 +344,9 @@ reference::Stages decode_precision(const json& v) {
     const auto it = v.find(key);
     if (it == v.end()) return std::nullopt;
     const std::optional<reference::Format> f =
-        it->is_string() ? reference::parse_format(it->get_ref<const std::string&>()) : std::nullopt;
-    if (!f || *f == reference::formats::tf32)
+        it->is_string() ? reference::parse_stage_format(it->get_ref<const std::string&>())
+                        : std::nullopt;
+    if (!f)
       bad(fmt::format("precision.{} is {}, expected \"float32\", \"bfloat16\" or \"float16\"", key,
                       show(*it)));
     return f;
@@ -675,9 +676,7 @@ std::string encode_hello_reply(const properties::Declaration& d) {
   if (d.arithmetic.format != reference::formats::float32)
     j["compute_format"] = encode_format(d.arithmetic.format);
   if (const reference::Stages& st = d.arithmetic.stages; st.declared())
-    j["precision"] = {{"param_dtype", reference::to_string(st.param)},
-                      {"reduce_dtype", reference::to_string(st.reduce)},
-                      {"master_dtype", reference::to_string(st.master)}};
+    j["precision"] = encode_precision(st);
   if (d.capabilities.max_shards > 0) j["max_shards"] = d.capabilities.max_shards;
   if (d.capabilities.shard_layout) j["placement"] = to_string(d.capabilities.placement);
   if (d.counter.at_end != reference::CounterEnd::untested)

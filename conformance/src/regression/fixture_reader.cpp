@@ -395,17 +395,18 @@ Fixture parse_fixture(std::string_view text, const std::string& file) {
     // Version 2: mixed precision by stage, every stage named (docs/fixtures.md).
     const std::string path = "arithmetic.precision";
     if (version < 2) r.fail(path, "a version 2 field in a version 1 fixture");
-    const Json& st =
-        r.object(a["precision"], path, {"param_dtype", "reduce_dtype", "master_dtype"});
-    auto stage = [&](const char* key) {
-      const std::string field = path + "." + key;
-      const std::string name = r.string(st[key], field);
-      const auto named = reference::parse_format(name);
-      if (!named || *named == reference::formats::tf32)
-        r.fail(field, fmt::format("\"{}\" is not \"float32\", \"bfloat16\" or \"float16\"", name));
-      return *named;
-    };
-    f.arithmetic.stages = {stage("param_dtype"), stage("reduce_dtype"), stage("master_dtype")};
+    std::vector<std::string> keys;
+    for (const reference::StageField& field : reference::stage_fields)
+      keys.emplace_back(field.name);
+    const Json& st = r.object(a["precision"], path, keys);
+    for (const reference::StageField& field : reference::stage_fields) {
+      const std::string where = path + "." + field.name;
+      const std::string name = r.string(st[field.name], where);
+      const std::optional<reference::Format> named = reference::parse_stage_format(name);
+      if (!named)
+        r.fail(where, fmt::format("\"{}\" is not \"float32\", \"bfloat16\" or \"float16\"", name));
+      f.arithmetic.stages.*field.format = *named;
+    }
     if (const std::string problem = reference::stages_problem(f.arithmetic.stages);
         !problem.empty())
       r.fail(path, problem);

@@ -10,6 +10,7 @@
 
 #include "fixture_optimizer.hpp"
 #include "protocol/base64.hpp"
+#include "sgdc/conformance/protocol/precision_json.hpp"
 #include "sgdc/conformance/regression/fixture_json.hpp"
 #include "sgdc/reference/hyperparameters.hpp"
 
@@ -87,9 +88,7 @@ Json to_json(const Fixture& f) {
                                            {"max_exponent", cf.max_exponent}};
   }
   if (const reference::Stages& st = f.arithmetic.stages; st.declared())
-    j["arithmetic"]["precision"] = {{"param_dtype", reference::to_string(st.param)},
-                                    {"reduce_dtype", reference::to_string(st.reduce)},
-                                    {"master_dtype", reference::to_string(st.master)}};
+    j["arithmetic"]["precision"] = protocol::encode_precision(st);
   Json in = Json::object();
   in["n"] = c.n;
   in["d"] = c.d;

@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "sgdc/conformance/protocol/precision_json.hpp"
 #include "sgdc/conformance/protocol/recipe_json.hpp"
 #include "sgdc/conformance/regression/derive.hpp"
 #include "sgdc/properties/declared_recipe.hpp"
@@ -260,9 +261,7 @@ std::vector<Fixture> generate_fixtures(const GenerateOptions& o) {
       }
       if (!o.recipe.empty()) p.parameters["recipe"] = protocol::encode_recipe(o.recipe);
       if (const reference::Stages& st = o.arithmetic.stages; st.declared())
-        p.parameters["precision"] = {{"param_dtype", reference::to_string(st.param)},
-                                     {"reduce_dtype", reference::to_string(st.reduce)},
-                                     {"master_dtype", reference::to_string(st.master)}};
+        p.parameters["precision"] = protocol::encode_precision(st);
       try {
         out.push_back(derive_fixture(
             fmt::format("seed-{}-{:04}", o.seed, i),

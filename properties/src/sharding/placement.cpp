@@ -6,6 +6,8 @@
 #include <array>
 #include <utility>
 
+#include "sgdc/reference/case.hpp"
+
 namespace sgdc::properties::sharding {
 
 namespace {
@@ -45,9 +47,8 @@ std::optional<PlacementRule> parse_placement_rule(std::string_view name) {
 }
 
 FlatRange shard_range(std::int64_t values, int shards, int shard) {
-  const std::int64_t q = values / shards, r = values % shards;
-  const std::int64_t begin = shard * q + std::min<std::int64_t>(shard, r);
-  return {begin, begin + q + (shard < r ? 1 : 0)};
+  const auto [begin, end] = reference::split_part(values, shards, shard);
+  return {begin, end};
 }
 
 std::int64_t chunk_rows(std::int64_t rows, int shards, int shard) {

@@ -198,6 +198,12 @@ void take_bias_outputs(PerOutput<T>& out, PerOutput<T>&& bias) {
 /// True when some input (lr included) is NaN or infinite.
 bool has_nonfinite_input(const Case& c);
 
+/// Part `part` (0-based) of `count` items split into `parts` contiguous parts as
+/// numpy.array_split and torch.tensor_split split them: the first count % parts parts
+/// hold one item more. [first, second). A shard's rows (precision stages) and its
+/// flat parameters (placement) alike.
+std::pair<std::int64_t, std::int64_t> split_part(std::int64_t count, int parts, int part);
+
 /// The case with every NaN or infinite input (lr included) read as 0: the outputs that do
 /// not depend on those inputs are the same as the original case's.
 Case with_nonfinite_as_zero(Case c);

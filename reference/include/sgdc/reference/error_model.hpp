@@ -78,6 +78,20 @@ struct Stages {
   bool declared() const;
 };
 
+/// The stages by the names a declaration gives them (protocol, fixtures, reports), in
+/// order: the one list every codec and report reads.
+struct StageField {
+  const char* name;
+  Format Stages::*format;
+};
+inline constexpr StageField stage_fields[] = {{"param_dtype", &Stages::param},
+                                              {"reduce_dtype", &Stages::reduce},
+                                              {"master_dtype", &Stages::master}};
+
+/// The format a stage is declared in by name: "float32", "bfloat16" or "float16" (the
+/// named formats but TF32, which no dtype stores); none otherwise.
+std::optional<Format> parse_stage_format(std::string_view name);
+
 /// Empty when the stages are a combination the bounds model (docs/error-model.md,
 /// section 18), else what is wrong with it, naming the stage.
 std::string stages_problem(const Stages& s);
