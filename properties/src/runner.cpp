@@ -30,8 +30,11 @@ constexpr int max_batch_cases = 64;
 // each next one twice the last, up to `most_side_by_side` (or the first, if larger).
 // Each batch starts its threads and waits for its slowest case: a `run --cases 2000` on
 // 2 threads took 4.06 s in batches of 64 and 3.56 s in batches of 512 (one core: 6.6 s).
-// Growing, a failing property still stops after few cases when it fails early.
-constexpr int cases_per_thread = 32;
+// Starting from one case per thread, a property that fails at its first cases evaluates
+// few beyond them: the kill matrix (`mutants`, seeds 1-4) took 27 s of wall and 44 s of
+// CPU on 2 threads from 32 per thread, 21 s and 33 s from one, with `run --cases 2000`
+// the same 1.65 s (docs/benchmarks.md, "Every core for the properties").
+constexpr int cases_per_thread = 1;
 constexpr int most_side_by_side = 512;
 
 Counterexample shrink(const Property& p, Implementation& impl, const RunOptions& options,
