@@ -228,17 +228,14 @@ void staged_step(const Case& as_given, const ErrorModel& model, bool certified, 
   auto bound = [](const StagedValue& v) { return ElementBound{v.radius, v.may_overflow}; };
   values.loss = {value(staged.loss)};
   bounds.loss = {bound(staged.loss)};
-  StepValues<Rational> exact;
-  exact.grad_kernel.resize(c.d, c.k);
-  exact.grad_bias.resize(1, c.k);
-  for (const auto& [from, to, into, into_bounds] :
-       {std::tuple{&staged.grad_kernel, &exact.grad_kernel, &values.grad_kernel,
-                   &bounds.grad_kernel},
-        std::tuple{&staged.grad_bias, &exact.grad_bias, &values.grad_bias, &bounds.grad_bias}}) {
-    for (std::size_t e = 0; e < from->size(); ++e) {
-      to->data()[e] = Rational((*from)[e].center);
-      into->push_back(value((*from)[e]));
-      into_bounds->push_back(bound((*from)[e]));
+  for (const auto& [from, into, into_bounds] :
+       {std::tuple{&staged.grad_kernel, &values.grad_kernel, &bounds.grad_kernel},
+        std::tuple{&staged.grad_bias, &values.grad_bias, &bounds.grad_bias}}) {
+    into->reserve(from->size());
+    into_bounds->reserve(from->size());
+    for (const StagedValue& v : *from) {
+      into->push_back(value(v));
+      into_bounds->push_back(bound(v));
     }
   }
   // The certified optimizer from the centres (section 11's double words), else the exact
@@ -255,6 +252,14 @@ void staged_step(const Case& as_given, const ErrorModel& model, bool certified, 
                      Output::second_moment_kernel, Output::second_moment_bias})
       values[o] = std::move((*fast)[o]);
   } else {
+    // The exact gradients are the staged ones' centres.
+    StepValues<Rational> exact;
+    exact.grad_kernel.resize(c.d, c.k);
+    exact.grad_bias.resize(1, c.k);
+    for (std::size_t e = 0; e < staged.grad_kernel.size(); ++e)
+      exact.grad_kernel.data()[e] = Rational(staged.grad_kernel[e].center);
+    for (std::size_t e = 0; e < staged.grad_bias.size(); ++e)
+      exact.grad_bias.data()[e] = Rational(staged.grad_bias[e].center);
     if (!c.clip) {
       Matrix<Rational> w(c.d, c.k), b(1, c.k);
       for (std::size_t e = 0; e < c.kernel.size(); ++e)

@@ -69,6 +69,45 @@ TEST(Stages, RoundToFormatAgreesWithBitRounding) {
   EXPECT_EQ(round_to_format(-0.0, bfloat16), -0.0);
 }
 
+// Every format's ties, and their neighbours a double ulp either side, at every exponent
+// from below half the smallest subnormal to past the largest finite value, against the
+// rounding by scaling: v 2^(p - e) to an integer by nearbyint (ties to even), then back.
+// round_to_format rounds most of these in the bits; the last place kept at a subnormal's
+// implicit bit (1.5 2^-133 in bfloat16) is where the bits alone would read the exponent.
+TEST(Stages, RoundToFormatTiesAtEveryExponent) {
+  auto by_scaling = [](double v, const Format& f) {
+    int e = 0;
+    std::frexp(v, &e);
+    const int exponent = std::max(e - 1, f.min_exponent);
+    const double r = std::ldexp(std::nearbyint(std::ldexp(v, f.fraction_bits - exponent)),
+                                exponent - f.fraction_bits);
+    return std::abs(r) > f.max_finite() ? std::copysign(INFINITY, v) : r;
+  };
+  std::uint64_t checked = 0;
+  for (const Format& f : {bfloat16, float16, formats::tf32, float32}) {
+    for (int e = f.min_exponent - f.fraction_bits - 3; e <= f.max_exponent + 1; ++e) {
+      const double ulp = std::ldexp(1.0, std::max(e, f.min_exponent) - f.fraction_bits);
+      for (const double m : {0.5, 1.5, 2.5, 3.5}) {
+        // Ties at the bottom of the binade and at its top (the carry into the next).
+        for (const double at : {std::ldexp(1.0, e) + m * ulp, std::ldexp(2.0, e) - m * ulp}) {
+          if (!(at > 0.0)) continue;
+          for (const double v : {at, std::nextafter(at, 0.0), std::nextafter(at, INFINITY)}) {
+            for (const double sv : {v, -v}) {
+              ASSERT_EQ(round_to_format(sv, f), by_scaling(sv, f))
+                  << std::hexfloat << sv << " in " << to_string(f);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 10000u);
+  EXPECT_EQ(round_to_format(0x1.8p-133, bfloat16), 0x1p-132);
+  EXPECT_EQ(round_to_format(-0x1.8p-133, bfloat16), -0x1p-132);
+  EXPECT_EQ(round_to_format(0x1.8p-134, bfloat16), 0x1p-133);
+}
+
 // n = d = k = 1, x = 1, W = 1 + 2^-10, b = y = 0, lr = 1/2: the compute copy reads W as
 // 1, so out = 1, r = 1, the output's gradient 2, gW = gb = 2, W' = W - 1 = 2^-10 and
 // b' = -1, where the float32 step has gW = 2 + 2^-9 and W' = 0.

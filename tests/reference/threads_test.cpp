@@ -1,6 +1,6 @@
 // The oracle splits a large case's loops over threads (threads.hpp): certified_step()
-// and expect() give the same bits on 1 thread and on several, on cases above the split
-// threshold (N D K >= 2^17), and the certified path still agrees with the exact one
+// and expect(), with precision stages too, give the same bits on 1 thread and on several, on cases
+// above the split threshold (N D K >= 2^17), and the certified path still agrees with the exact one
 // there, through its second, exact-tracking pass too.
 #include <gtest/gtest.h>
 
@@ -108,6 +108,31 @@ TEST_F(OracleThreads, SameBitsOnAnyThreadCount) {
       ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c), serial, where));
       ASSERT_NO_FATAL_FAILURE(expect_identical(expect(c, ftz), serial_ftz, where + " (ftz)"));
       if (finite) ASSERT_NO_FATAL_FAILURE(expect_identical(certified_step(c), serial_step, where));
+    }
+  }
+}
+
+// Mixed precision by stage (staged_step.cpp): the outputs and the ranks' sums a tile of
+// columns at a time, on every thread; the same bits as on one, with 3 ranks' uneven rows
+// (a single row: ranks without rows), a bfloat16 or a float32 reduction.
+TEST_F(OracleThreads, SameBitsOnAnyThreadCountWithStages) {
+  for (const Shape& s : shapes) {
+    Case c = make_case(s.n, s.d, s.k, s.values, s.seed);
+    c.num_shards = 3;
+    for (const Format& reduce : {formats::bfloat16, formats::float32}) {
+      ErrorModel model;
+      model.stages.param = formats::bfloat16;
+      model.stages.reduce = reduce;
+      const std::string shape = std::to_string(c.n) + "x" + std::to_string(c.d) + "x" +
+                                std::to_string(c.k) + " seed " + std::to_string(s.seed) +
+                                ", reduction " + to_string(reduce);
+      set_oracle_threads(1);
+      const Expectation serial = expect(c, model);
+      for (const int threads : {2, 5}) {
+        set_oracle_threads(threads);
+        ASSERT_NO_FATAL_FAILURE(expect_identical(
+            expect(c, model), serial, shape + " on " + std::to_string(threads) + " threads"));
+      }
     }
   }
 }
