@@ -22,9 +22,7 @@ constexpr NamedFormat named_formats[] = {{"float32", formats::float32},
                                          {"tf32", formats::tf32},
                                          {"bfloat16", formats::bfloat16},
                                          {"float16", formats::float16}};
-}  // namespace
 
-namespace {
 // 2^e for -1022 <= e <= 1023, from its bits.
 double power_of_two(int e) {
   return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
