@@ -138,11 +138,7 @@ StagedGradients staged_gradients(const Case& c, const ErrorModel& model) {
     acc.assign(2 * width, 0.0);
     double* const sum = acc.data();
     double* const magnitude = sum + width;
-    for (std::size_t j = 0; j < width; ++j) {
-      const double t = b[begin + j];
-      sum[j] += t;
-      magnitude[j] += std::abs(t);
-    }
+    add_products(1.0, b.data() + begin, width, sum, magnitude);  // b~ first, exactly
     for (int l = 0; l < d; ++l) {
       const double xv = x[static_cast<std::size_t>(i) * d + l];
       add_products(xv, w.data() + static_cast<std::size_t>(l) * k + begin, width, sum, magnitude);

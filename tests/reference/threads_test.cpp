@@ -1,7 +1,7 @@
 // The oracle splits a large case's loops over threads (threads.hpp): certified_step()
-// and expect(), with precision stages too, give the same bits on 1 thread and on several, on cases
-// above the split threshold (N D K >= 2^17), and the certified path still agrees with the exact one
-// there, through its second, exact-tracking pass too.
+// and expect(), with precision stages too, give the same bits on 1 thread and on
+// several, on cases above the split threshold (N D K >= 2^17), and the certified path
+// still agrees with the exact one there, through its second, exact-tracking pass too.
 #include <gtest/gtest.h>
 
 #include <cmath>
