@@ -49,7 +49,6 @@ std::string trim(std::string s) {
 // normally about to exit, and the status explains more than "closed its stdout".
 constexpr double exit_wait_s = 1.0;
 constexpr double bye_write_s = 1.0;
-constexpr std::size_t quote_limit = 200;
 
 }  // namespace
 
@@ -63,7 +62,8 @@ ProtocolAdapter::ProtocolAdapter(std::string command, const AdapterOptions& opti
     child_ = std::make_unique<ChildProcess>(command, process);
   } catch (const std::system_error& e) {
     throw AdapterStartFailure(fmt::format("cannot start adapter '{}': {}",
-                                          detail::printable(command, quote_limit), e.what()));
+                                          detail::printable(command, detail::quote_limit),
+                                          e.what()));
   }
   const bool offer_binary = options.offer == ArrayEncoding::binary;
   const auto deadline = after(options.handshake_timeout_s);
@@ -256,7 +256,7 @@ Frame ProtocolAdapter::receive(const std::string& context, Clock::time_point dea
         std::string what = ended("adapter closed its stdout");
         if (const auto& rest = child_->unterminated_output(); !rest.empty()) {
           what += fmt::format(" after writing an unterminated line '{}'",
-                              detail::printable(rest, quote_limit));
+                              detail::printable(rest, detail::quote_limit));
         }
         fail(context, what, starting, position);
       }

@@ -26,7 +26,7 @@ constexpr std::array<std::int8_t, 256> make_values() {
 }
 constexpr auto values = make_values();
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument(what); }
+[[noreturn]] void bad_base64(const std::string& what) { throw std::invalid_argument(what); }
 
 std::string describe_char(char c) {
   const auto u = static_cast<unsigned char>(c);
@@ -65,7 +65,7 @@ std::string base64_encode(std::string_view bytes) {
 
 std::string base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) {
-    bad(fmt::format("length {} is not a multiple of 4", text.size()));
+    bad_base64(fmt::format("length {} is not a multiple of 4", text.size()));
   }
   std::size_t padding = 0;
   if (!text.empty() && text.back() == '=') {
@@ -79,8 +79,8 @@ std::string base64_decode(std::string_view text) {
     const char c = text[i];
     const int v = values[static_cast<unsigned char>(c)];
     if (v < 0) {
-      if (c == '=') bad(fmt::format("padding '=' inside the data at offset {}", i));
-      bad(fmt::format("invalid character {} at offset {}", describe_char(c), i));
+      if (c == '=') bad_base64(fmt::format("padding '=' inside the data at offset {}", i));
+      bad_base64(fmt::format("invalid character {} at offset {}", describe_char(c), i));
     }
     return static_cast<std::uint32_t>(v);
   };
@@ -102,8 +102,8 @@ std::string base64_decode(std::string_view text) {
     // A canonical encoder (RFC 4648 section 3.5) writes the bits beyond the last byte as
     // zero.
     if ((w & (rest == 3 ? 0xFFu : 0xFFFFu)) != 0) {
-      bad(fmt::format("non-zero bits after the last byte at offset {} (not canonical base64)",
-                      data_end - 1));
+      bad_base64(fmt::format(
+          "non-zero bits after the last byte at offset {} (not canonical base64)", data_end - 1));
     }
   }
   return out;

@@ -23,13 +23,12 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using json = nlohmann::json;
 
-constexpr std::size_t quote_limit = 200;
-
 [[noreturn]] void bad(const std::string& what) { throw ProtocolError(what); }
 
 // A short, printable rendering of a JSON value for messages.
 std::string show(const json& v) {
-  return detail::printable(v.dump(-1, ' ', false, json::error_handler_t::replace), quote_limit);
+  return detail::printable(v.dump(-1, ' ', false, json::error_handler_t::replace),
+                           detail::quote_limit);
 }
 
 json parse_object(std::string_view line, std::string_view what) {
@@ -43,8 +42,9 @@ json parse_object(std::string_view line, std::string_view what) {
     if (const auto end = why.find("] "); why.starts_with("[json.") && end != why.npos) {
       why.remove_prefix(end + 2);
     }
-    bad(fmt::format("{} is not JSON: {} (line: '{}')", what, detail::printable(why, quote_limit),
-                    detail::printable(line, quote_limit)));
+    bad(fmt::format("{} is not JSON: {} (line: '{}')", what,
+                    detail::printable(why, detail::quote_limit),
+                    detail::printable(line, detail::quote_limit)));
   }
   if (!j.is_object()) {
     bad(fmt::format("{} is not a JSON object: {}", what, show(j)));
@@ -586,7 +586,7 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
 
   const auto op_it = j.find("op");
   if (op_it == j.end())
-    bad(fmt::format("answer has no op: '{}'", detail::printable(line, quote_limit)));
+    bad(fmt::format("answer has no op: '{}'", detail::printable(line, detail::quote_limit)));
   if (!op_it->is_string()) bad(fmt::format("answer's op is not a string: {}", show(*op_it)));
   const std::string& op = op_it->get_ref<const std::string&>();
   if (op != "result" && op != "error") {

@@ -13,11 +13,11 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& field, const std::string& why) {
+[[noreturn]] void bad_field(const std::string& field, const std::string& why) {
   throw std::invalid_argument(fmt::format("recipe.{}: {}", field, why));
 }
 
-std::string show(const json& v) {
+std::string show_value(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
   return s.size() > 80 ? s.substr(0, 77) + "..." : s;
 }
@@ -25,18 +25,18 @@ std::string show(const json& v) {
 // A number, read as the float32 nearest to it, as a framework reads a Python float into
 // a float32 step (0.0003 is the float32 0.000300000014).
 float nearest_float(const json& v, const std::string& field) {
-  if (!v.is_number()) bad(field, fmt::format("is not a number: {}", show(v)));
+  if (!v.is_number()) bad_field(field, fmt::format("is not a number: {}", show_value(v)));
   const double d = v.get<double>();
   const auto f = static_cast<float>(d);
   if (!std::isfinite(d) || !std::isfinite(f))
-    bad(field, fmt::format("{} is not a finite float32", show(v)));
+    bad_field(field, fmt::format("{} is not a finite float32", show_value(v)));
   return f;
 }
 
 // A fixed value or [lo, hi].
 properties::ValueRange value_range(const json& v, const std::string& field) {
   if (v.is_array()) {
-    if (v.size() != 2) bad(field, fmt::format("is not [lo, hi]: {}", show(v)));
+    if (v.size() != 2) bad_field(field, fmt::format("is not [lo, hi]: {}", show_value(v)));
     return {nearest_float(v[0], field), nearest_float(v[1], field)};
   }
   const float f = nearest_float(v, field);
@@ -46,24 +46,26 @@ properties::ValueRange value_range(const json& v, const std::string& field) {
 }  // namespace
 
 properties::DeclaredRecipe decode_recipe(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("recipe is not an object: " + show(j));
+  if (!j.is_object()) throw std::invalid_argument("recipe is not an object: " + show_value(j));
   properties::DeclaredRecipe r;
   for (const auto& [key, value] : j.items()) {
     if (key == "optimizers") {
       if (!value.is_array() || value.empty())
-        bad(key, fmt::format("is not a non-empty list of names: {}", show(value)));
+        bad_field(key, fmt::format("is not a non-empty list of names: {}", show_value(value)));
       for (const json& name : value) {
         const auto kind = name.is_string()
                               ? reference::parse_optimizer_kind(name.get_ref<const std::string&>())
                               : std::nullopt;
         if (!kind)
-          bad(key, fmt::format("lists {}, expected \"sgd\", \"momentum\" or \"adam\" (AdamW is "
-                               "\"adam\" with adam.weight_decay [\"decoupled\"])",
-                               show(name)));
+          bad_field(key,
+                    fmt::format("lists {}, expected \"sgd\", \"momentum\" or \"adam\" (AdamW is "
+                                "\"adam\" with adam.weight_decay [\"decoupled\"])",
+                                show_value(name)));
         r.optimizers.push_back(*kind);
       }
     } else if (key == "hyperparameters") {
-      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      if (!value.is_object())
+        bad_field(key, fmt::format("is not an object: {}", show_value(value)));
       for (const auto& [name, v] : value.items()) {
         std::size_t i = 0;
         while (i < reference::hyperparameters.size() && name != reference::hyperparameters[i].name)
@@ -72,12 +74,13 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
           std::string known;
           for (const auto& h : reference::hyperparameters)
             known += (known.empty() ? "" : ", ") + std::string(h.name);
-          bad(name, "is not a hyperparameter; known: " + known);
+          bad_field(name, "is not a hyperparameter; known: " + known);
         }
         r.ranges[i] = value_range(v, name);
       }
     } else if (key == "bias_group") {
-      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      if (!value.is_object())
+        bad_field(key, fmt::format("is not an object: {}", show_value(value)));
       properties::DeclaredGroup g;
       for (const auto& [name, v] : value.items()) {
         const std::string field = "bias_group." + name;
@@ -86,15 +89,16 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
         else if (name == "weight_decay")
           g.weight_decay = value_range(v, field);
         else
-          bad(field, "is not a parameter group's hyperparameter; known: lr, weight_decay");
+          bad_field(field, "is not a parameter group's hyperparameter; known: lr, weight_decay");
       }
       r.bias_group = g;
     } else if (key == "clipping") {
-      if (!value.is_object()) bad(key, fmt::format("is not an object: {}", show(value)));
+      if (!value.is_object())
+        bad_field(key, fmt::format("is not an object: {}", show_value(value)));
       if (!value.contains("max_norm"))
-        bad("clipping.max_norm", "is missing (a value, or [lo, hi])");
+        bad_field("clipping.max_norm", "is missing (a value, or [lo, hi])");
       if (!value.contains("eps"))
-        bad("clipping.eps", "is missing (torch's clip_grad_norm_ adds 1e-6, optax's 0)");
+        bad_field("clipping.eps", "is missing (torch's clip_grad_norm_ adds 1e-6, optax's 0)");
       properties::DeclaredClipping clip;
       for (const auto& [name, v] : value.items()) {
         const std::string field = "clipping." + name;
@@ -103,14 +107,16 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
         else if (name == "eps")
           clip.eps = nearest_float(v, field);
         else
-          bad(field, "is not a clipping field; known: max_norm, eps");
+          bad_field(field, "is not a clipping field; known: max_norm, eps");
       }
       r.clipping = clip;
     } else if (key == "even_batches") {
-      if (!value.is_boolean()) bad(key, fmt::format("is not true or false: {}", show(value)));
+      if (!value.is_boolean())
+        bad_field(key, fmt::format("is not true or false: {}", show_value(value)));
       r.even_batches = value.get<bool>();
     } else {
-      bad(key,
+      bad_field(
+          key,
           "is not a recipe field; known: optimizers, hyperparameters, even_batches, bias_group, "
           "clipping");
     }

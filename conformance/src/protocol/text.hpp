@@ -7,6 +7,9 @@
 
 namespace sgdc::conformance::protocol::detail {
 
+// How many bytes of an adapter's text (a line, a command) a fault message quotes.
+inline constexpr std::size_t quote_limit = 200;
+
 // `text` as valid UTF-8 with control characters other than '\n' and '\t' escaped
 // (\xNN) and invalid bytes replaced by U+FFFD, so fault messages stay printable and
 // can be written into JSON reports. Beyond `max_bytes` of input, keeps the first

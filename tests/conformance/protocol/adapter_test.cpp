@@ -36,7 +36,7 @@ reference::Case two_by_two() {
   return c;
 }
 
-std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+std::uint32_t float_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
 
 // `run` throws an exception of type E whose message contains every one of `needles`;
 // returns the message.
@@ -111,7 +111,7 @@ TEST(ProtocolAdapter, WorkedExampleRoundTrips) {
   EXPECT_EQ(r.loss, std::vector<float>{2.5f});
   EXPECT_EQ(r.kernel, std::vector<float>{0.5f});
   ASSERT_EQ(r.bias.size(), 1u);
-  EXPECT_EQ(bits(r.bias[0]), bits(-0.3f));
+  EXPECT_EQ(float_bits(r.bias[0]), float_bits(-0.3f));
   EXPECT_EQ(r.grad_kernel, std::vector<float>{5.0f});
   EXPECT_EQ(r.grad_bias, std::vector<float>{3.0f});
   EXPECT_EQ(r.step, 1);
@@ -384,7 +384,7 @@ TEST(ProtocolAdapter, BinaryArraysRoundTrip) {
   ASSERT_TRUE(out.result.has_value()) << out.rejection;
   EXPECT_EQ(out.result->loss[0], 2.5f);
   EXPECT_EQ(out.result->kernel, std::vector<float>{0.5f});
-  EXPECT_EQ(bits(out.result->bias.at(0)), bits(-0.3f));
+  EXPECT_EQ(float_bits(out.result->bias.at(0)), float_bits(-0.3f));
   EXPECT_EQ(out.result->grad_kernel, std::vector<float>{5.0f});
   EXPECT_EQ(out.result->step, 1);
   // Each case's payload is read whole: the next one starts at the next line.
