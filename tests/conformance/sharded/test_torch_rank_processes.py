@@ -1,6 +1,6 @@
 """The adapters with gloo rank processes (torch_distributed_step.py, torch_fsdp2_step.py)
 leave no process behind, however they end: at end of input, on SIGTERM, and when
-killed outright.
+killed outright; and the FSDP2 adapter's serving process never loads torch.
 
     conformance/python/run-adapter tests/conformance/sharded/test_torch_rank_processes.py
 
@@ -10,6 +10,8 @@ FSDP2 adapter's tests are skipped with a torch older than 2.13.
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import json
 import os
 import signal
@@ -20,12 +22,13 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ADAPTERS = os.path.join(HERE, "..", "..", "..", "conformance", "python", "adapters")
-try:
-    import torch  # (only to learn whether the tests can run)
-except ImportError as e:
-    print(f"skipped: torch is not installed ({e})", file=sys.stderr)
+# Whether the tests can run, from torch's metadata: importing torch here would cost
+# seconds of CPU that only the adapters need.
+if importlib.util.find_spec("torch") is None:
+    print("skipped: torch is not installed", file=sys.stderr)
     sys.exit(77)
-TORCH = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+TORCH_VERSION = importlib.metadata.version("torch")
+TORCH = tuple(int(p) for p in TORCH_VERSION.split("+")[0].split(".")[:2])
 
 # The worked example of docs/spec/step.md, with num_shards = 2.
 CASE = {"op": "step", "id": 1, "n": 2, "d": 1, "k": 1, "num_shards": 2, "step": 0,
@@ -62,6 +65,9 @@ def alive(pid: int) -> bool:
 
 class DistributedProcesses(unittest.TestCase):
     adapter = "torch_distributed_step.py"
+    # Whether the serving process (the coordinator) does without torch, leaving its
+    # seconds of CPU per start to the forkserver that forks the ranks.
+    torch_free_coordinator = False
 
     def start(self) -> tuple[subprocess.Popen[str], list[int]]:
         p = subprocess.Popen([sys.executable, os.path.join(ADAPTERS, self.adapter)],
@@ -74,6 +80,10 @@ class DistributedProcesses(unittest.TestCase):
         self.assertEqual(result["kernel"], "AAAAPw==")  # W' = 0.5, as in the spec
         workers = descendants(p.pid)
         self.assertGreaterEqual(len(workers), 8)  # the 8 ranks and the forkserver
+        if self.torch_free_coordinator:
+            with open(f"/proc/{p.pid}/maps") as f:
+                loaded = sorted({line.split()[-1] for line in f if "libtorch" in line})
+            self.assertEqual(loaded, [], "the coordinator loaded torch")
         return p, workers
 
     def assert_gone(self, workers: list[int]) -> None:
@@ -101,9 +111,10 @@ class DistributedProcesses(unittest.TestCase):
         self.assert_gone(workers)
 
 
-@unittest.skipIf(TORCH < (2, 13), f"torch {torch.__version__} is older than 2.13 (FSDP2 on CPU)")
+@unittest.skipIf(TORCH < (2, 13), f"torch {TORCH_VERSION} is older than 2.13 (FSDP2 on CPU)")
 class Fsdp2Processes(DistributedProcesses):
     adapter = "torch_fsdp2_step.py"
+    torch_free_coordinator = True
 
 
 if __name__ == "__main__":

@@ -51,7 +51,10 @@ module-level function, or a functools.partial of one), and a script that serves 
 `serve_fsdp2` under `if __name__ == "__main__":`, since the ranks import it.
 
 What the kit does. `world` (default 8) gloo ranks on 127.0.0.1 are started once and
-reused (forked by a forkserver that has imported torch and the main module); every rank
+reused (forked by a forkserver that has imported torch and the main module; the serving
+process itself imports no torch, putting the ranks' parts together in NumPy, so a script
+that imports torch only where `__name__ != "__main__"`, as torch_fsdp2_step.py does,
+pays for torch's import once per world, not twice); every rank
 builds `init_device_mesh("cpu", (S,))` for S = 1..world, and a case with num_shards = S
 runs on ranks 0..S-1. Each rank keeps one model per (d, k, S), made with `model_fn` and
 `parallelize_fn` on its first case, and one optimizer per model and optimizer kind, for
@@ -93,7 +96,6 @@ import importlib.metadata
 import pickle
 import signal
 import sys
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Unpack
 
@@ -104,7 +106,7 @@ from .._codec import Case, RejectCase
 from .._serve import (AdamSupport, Declarations, MomentumSupport, Precision, precision_declaration,
                       reserve_stdout)
 from ._fsdp2_world import RankFailure, RankRejected, RankWorld
-from ._state import STATE_KEYS
+from ._layout import STATE_KEYS, outputs
 
 if TYPE_CHECKING:
     from ..pytest_plugin import Sgdc
@@ -144,6 +146,13 @@ def _rank_entry(rank: int, world: int, port: int, conn: Any, fns: tuple[Any, ...
     """The rank processes' target, here so that the coordinator need not import torch."""
     from ._fsdp2_rank import rank_main
     rank_main(rank, world, port, conn, fns, precision)
+
+
+def _default_optimizer(params: Any, case_optimizer: Any) -> Any:
+    """`default_optimizer` of the eager harness, imported where it runs (the ranks), so
+    that the coordinator need not import torch."""
+    from ._eager import default_optimizer
+    return default_optimizer(params, case_optimizer)
 
 
 def _whole(parts: Sequence[Part], what: str) -> np.ndarray:
@@ -192,8 +201,7 @@ class Fsdp2Harness:
                                  f"must be picklable by reference, a module-level function or "
                                  f"a functools.partial of one ({type(e).__name__}: {e})") from None
         if optimizer_fn is None:
-            from ._eager import default_optimizer
-            optimizer_fn = default_optimizer
+            optimizer_fn = _default_optimizer
         modules = {getattr(fn, "__module__", None) for fn in fns.values()}
         # Imported once in the forkserver, not once per rank: fully_shard imports
         # torch._dynamo on its first call (about 0.5 s of CPU in each of `world` ranks).
@@ -232,23 +240,21 @@ class Fsdp2Harness:
             raise RejectCase(str(e)) from None
 
     def __call__(self, case: Case) -> dict[str, Any]:
-        import torch
-
-        from ._state import outputs, torch_parameters
         answers = self.run(case)
 
-        def whole(group: str, name: str, key: str | None = None) -> torch.Tensor:
+        def whole(group: str, name: str, key: str | None = None) -> np.ndarray:
             parts = [a[group][name] if key is None else a[group][name][key] for a in answers]
-            return torch.from_numpy(_whole(parts, f"{name}{'' if key is None else ' ' + key}"))
+            return _whole(parts, f"{name}{'' if key is None else ' ' + key}")
 
         params = {name: whole("params", name) for name in ("weight", "bias")}
         grads = {name: whole("grads", name) for name in ("weight", "bias")}
 
-        def state(name: str) -> dict[str, torch.Tensor]:
+        def state(name: str) -> dict[str, np.ndarray]:
             return {key: whole("state", name, key) for key in answers[0]["state"][name]}
 
-        before = {name: torch.from_numpy(v) for name, v in torch_parameters(case).items()}
-        out = outputs(case, answers[0]["loss"], params, grads, state, before)
+        # The parts are the ranks' own copies, float32: whole arrays as they are.
+        out = outputs(case, answers[0]["loss"], params, grads, state,
+                      lambda name: whole("decayed", name), np.asarray)
         out["shards"] = [self._layout(case, a) for a in answers]
         return out
 
@@ -301,9 +307,6 @@ def serve_fsdp2(model_fn: Callable[..., Any], parallelize_fn: Callable[..., Any]
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: sys.exit(0))  # sys.exit runs atexit: the ranks stop
     harness.start()  # the ranks join the world while the handshake goes on
-    # torch, which reading the ranks' answers needs, loads meanwhile.
-    threading.Thread(target=importlib.import_module, args=(__name__.rsplit(".", 1)[0] + "._state",),
-                     daemon=True).start()
     serve(harness, name=name, version=version or importlib.metadata.version("torch"), **decls)
 
 

@@ -24,9 +24,10 @@ from torch.distributed.tensor._utils import compute_local_shape_and_global_offse
 
 from .._codec import Case
 from ._fsdp2_world import die_with_parent
-from ._state import (GradientCapture, check_linear, find_linear, linear_parameters, loss_output,
-                     optimizer_kind, parameter_dtypes, set_hyperparameters, state_dtype,
-                     torch_parameters, torch_state, widened)
+from ._layout import keeps_no_buffer
+from ._state import (GradientCapture, check_linear, decayed_gradient, find_linear,
+                     linear_parameters, loss_output, optimizer_kind, parameter_dtypes,
+                     set_hyperparameters, state_dtype, torch_parameters, torch_state, widened)
 
 COLLECTIVE_TIMEOUT_S = 30
 MODELS_KEPT = 16  # sharded models kept per rank and S, one per (d, k)
@@ -61,16 +62,29 @@ def collective_counts(names: Iterable[str]) -> dict[str, int]:
     return dict(Counter(name for name in names if name.startswith(("c10d::", "gloo:"))))
 
 
-def part(t: torch.Tensor) -> Part:
-    """This rank's part of `t` (a DTensor's local shard, or a plain tensor whole);
-    bfloat16 and float16 widened to float32 (exact: NumPy has no bfloat16), float32 as
-    it is."""
+def local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's values of `t`: a DTensor's local shard, or a plain tensor whole."""
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def part(t: torch.Tensor, values: torch.Tensor | None = None) -> Part:
+    """This rank's part of `t` (`local`); bfloat16 and float16 widened to float32
+    (exact: NumPy has no bfloat16), float32 as it is. `values`: this rank's values of
+    another tensor placed as `t`, reported in their stead."""
     if isinstance(t, DTensor):
         _, offset = compute_local_shape_and_global_offset(t.shape, t.device_mesh, t.placements)
-        local = t.to_local()
     else:
-        local, offset = t, (0,) * t.dim()
-    return widened(local.detach().cpu()).numpy().copy(), tuple(offset), tuple(t.shape)
+        offset = (0,) * t.dim()
+    mine = local(t) if values is None else values
+    return widened(mine.detach().cpu()).numpy().copy(), tuple(offset), tuple(t.shape)
+
+
+def decayed_part(case: Case, name: str, grad: torch.Tensor, before: np.ndarray) -> Part:
+    """This rank's part of the decayed gradient its step used at momentum 0, where torch
+    keeps no buffer (`decayed_gradient`, elementwise): made from its part of `grad`
+    (widened to float32) and its part of `before`, the case's parameter (float32)."""
+    return part(grad, decayed_gradient(case, name, widened(local(grad)),
+                                       local(placed_as(grad, before))))
 
 
 def placed_as(p: torch.Tensor, full: np.ndarray, dtype: torch.dtype | None = None) -> torch.Tensor:
@@ -214,6 +228,10 @@ class Fsdp2Rank:
                       for name, p in params.items()},
             "placements": str(params["weight"].placements
                               if isinstance(params["weight"], DTensor) else "(not a DTensor)")}
+        before = torch_parameters(case)
+        answer["decayed"] = {name: decayed_part(case, name, grads[name], before[name])
+                             for name, p in params.items()
+                             if keeps_no_buffer(case, optimizer.state.get(p, {}))}
         if counting:
             answer["collectives"] = collective_counts(e.name for e in profile.events())
         return "ok", answer

@@ -1,11 +1,11 @@
 """The rank world of the FSDP2 harness: `world` gloo rank processes on 127.0.0.1, started
 once and reused for every case, stopped with the process that started them.
 
-Torch-free on the coordinator's side (this module imports no torch): the ranks are
-forked by multiprocessing's forkserver, which imports torch (and the main module, where
-the user's functions live) once, so the world is up in seconds rather than the half
-minute of starting `world` fresh interpreters. TCP rendezvous on a free loopback port,
-GLOO_SOCKET_IFNAME=lo.
+Torch-free on the coordinator's side (none of the harness's modules that it imports
+imports torch): the ranks are forked by multiprocessing's forkserver, which imports
+torch (and the main module, where the user's functions live) once, so the world is up
+in seconds rather than the half minute of starting `world` fresh interpreters. TCP
+rendezvous on a free loopback port, GLOO_SOCKET_IFNAME=lo.
 
 Every rank dies with the coordinator: `stop()` at exit (the harness registers it), and
 PR_SET_PDEATHSIG in each rank: the kernel kills a rank when its parent, the

@@ -39,17 +39,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-import numpy as np
 import torch
 
 from .._codec import AdagradOptimizer, AdamOptimizer, Case, Float32Array, Optimizer, RejectCase
+from . import _layout
+from ._layout import torch_parameters, torch_state
 
-# The Linear's parameters by torch's names, with the suite's names and whether torch
-# keeps them transposed.
-PARAMETERS = (("weight", "kernel", True), ("bias", "bias", False))
-# The torch state entries an optimizer kind keeps per parameter.
-STATE_KEYS = {"momentum": ("momentum_buffer",), "adam": ("exp_avg", "exp_avg_sq", "step"),
-              "adagrad": ("sum", "step")}
 
 
 def find_linear(model: torch.nn.Module) -> torch.nn.Linear:
@@ -119,17 +114,6 @@ def widened(t: torch.Tensor) -> torch.Tensor:
     return t.float() if t.dtype in WIDENED else t
 
 
-def torch_layout(array: Float32Array, transposed: bool) -> Float32Array:
-    """A case's array in torch's layout, contiguous and writable (its own copy)."""
-    return np.ascontiguousarray(array.T if transposed else array).copy()
-
-
-def torch_parameters(case: Case) -> dict[str, Float32Array]:
-    """The case's parameters by torch's names: {"weight": [k, d], "bias": [k]}."""
-    return {name: torch_layout(getattr(case, ours), transposed)
-            for name, ours, transposed in PARAMETERS}
-
-
 def hyperparameters(case: Case) -> dict[str, Any]:
     """The case's hyperparameters under torch's param_groups keys. A plain SGD case is
     SGD with momentum 0 and no weight decay: an optimizer made with momentum runs it so."""
@@ -184,35 +168,6 @@ def optimizer_kind(case: Case) -> tuple[str, str | None]:
     if o is None:
         return ("sgd", None)
     return (o.kind, o.decay)
-
-
-def torch_state(case: Case) -> dict[str, dict[str, Float32Array]]:
-    """The optimizer state before the step, per parameter by torch's names, as torch
-    keeps it (see the module docstring); an empty dict lets the optimizer make its own."""
-    o = case.optimizer
-    state: dict[str, dict[str, Float32Array]] = {name: {} for name, _, _ in PARAMETERS}
-    if isinstance(o, Optimizer) and not case.fresh_state and o.momentum != 0:
-        for name, ours, transposed in PARAMETERS:
-            state[name]["momentum_buffer"] = torch_layout(getattr(case, "momentum_" + ours),
-                                                          transposed)
-    elif isinstance(o, AdagradOptimizer):
-        for name, ours, transposed in PARAMETERS:
-            p = getattr(case, ours)
-            s = getattr(case, "second_moment_" + ours)
-            state[name] = {
-                "step": np.array(float(case.step), dtype=np.float32),
-                "sum": torch_layout(np.full_like(p, o.initial_accumulator_value) if s is None
-                                    else s, transposed)}
-    elif isinstance(o, AdamOptimizer) and not (case.fresh_state and case.step == 0):
-        for name, ours, transposed in PARAMETERS:
-            p = getattr(case, ours)
-            m, v = getattr(case, "momentum_" + ours), getattr(case, "second_moment_" + ours)
-            state[name] = {
-                # torch keeps `step` as a float32 tensor on the CPU (_get_scalar_dtype).
-                "step": np.array(float(case.step), dtype=np.float32),
-                "exp_avg": torch_layout(np.zeros_like(p) if m is None else m, transposed),
-                "exp_avg_sq": torch_layout(np.zeros_like(p) if v is None else v, transposed)}
-    return state
 
 
 def linear_parameters(linear: torch.nn.Linear) -> dict[str, torch.Tensor]:
@@ -299,54 +254,38 @@ class GradientCapture:
         return grads
 
 
-def _numpy(t: torch.Tensor, transposed: bool) -> Float32Array:
-    """A copy: the tensor is the model's own, overwritten by the next case. bfloat16 and
-    float16 widened to float32 (`widened`)."""
+def read(t: torch.Tensor) -> Float32Array:
+    """A tensor's values as a float32 array, a copy (the tensor is the model's own,
+    overwritten by the next case); bfloat16 and float16 widened (`widened`)."""
     a: Float32Array = widened(t.detach().cpu()).numpy().copy()
-    return a.T if transposed else a
+    return a
 
 
 def loss_output(loss: object) -> object:
     """What train_step returned, as the loss output: a tensor's float32 values, or the
     value itself (a Python float, checked by the kit: it must be exactly a float32)."""
     if isinstance(loss, torch.Tensor):
-        return _numpy(loss, False)
+        return read(loss)
     return loss
+
+
+def decayed_gradient(case: Case, name: str, grad: torch.Tensor,
+                     before: torch.Tensor) -> torch.Tensor:
+    """At momentum 0, where torch keeps no buffer, the spec's buffer: the decayed
+    gradient torch's step used, `grad.add(param, alpha=weight_decay)` with the parameter
+    before the step (`before`) under coupled decay, the gradient itself otherwise.
+    Elementwise: a rank's part of it is made from its parts of both."""
+    o = case.optimizer
+    assert isinstance(o, Optimizer)
+    wd = (case.for_bias() if name == "bias" else case).optimizer.weight_decay
+    return grad.add(before, alpha=float(wd)) if o.decay == "coupled" else grad
 
 
 def outputs(case: Case, loss: object, params: Mapping[str, torch.Tensor],
             grads: Mapping[str, torch.Tensor], state: Callable[[str], Mapping[str, Any]],
             before: Mapping[str, torch.Tensor]) -> dict[str, Any]:
-    """The step's outputs in the suite's layout. `params`, `grads` and `before` (the
-    parameters before the step) by torch's names, whole (unsharded) CPU tensors;
-    `state(name)`: the optimizer's state of that parameter after the step."""
-    out: dict[str, Any] = {"loss": loss_output(loss)}
-    for name, ours, transposed in PARAMETERS:
-        out[ours] = _numpy(params[name], transposed)
-        out["grad_" + ours] = _numpy(grads[name], transposed)
-    o = case.optimizer
-    if o is None:
-        return out
-    for name, ours, transposed in PARAMETERS:
-        entries = state(name)
-        for key in STATE_KEYS[o.kind]:
-            if key not in entries and not (key == "momentum_buffer" and isinstance(o, Optimizer)
-                                           and o.momentum == 0):
-                raise ValueError(f"the optimizer keeps no {key!r} for the Linear's {name} "
-                                 f"after the step; the kit reads torch's own state layout "
-                                 f"({', '.join(STATE_KEYS[o.kind])})")
-        if isinstance(o, AdagradOptimizer):
-            out["second_moment_" + ours] = _numpy(entries["sum"], transposed)
-            continue
-        if isinstance(o, AdamOptimizer):
-            out["momentum_" + ours] = _numpy(entries["exp_avg"], transposed)
-            out["second_moment_" + ours] = _numpy(entries["exp_avg_sq"], transposed)
-            continue
-        buf = entries.get("momentum_buffer")
-        if buf is None:  # momentum 0: no buffer; the decayed gradient torch used
-            g = grads[name]
-            wd = (case.for_bias() if name == "bias" else case).optimizer.weight_decay
-            buf = g.add(before[name], alpha=float(wd)) if o.decay == "coupled" else g
-        out["momentum_" + ours] = _numpy(buf, transposed)
-    return out
-
+    """`_layout.outputs` of whole CPU tensors by torch's names; `before`: the parameters
+    before the step, which the decayed gradient is made of."""
+    return _layout.outputs(
+        case, loss_output(loss), params, grads, state,
+        lambda name: decayed_gradient(case, name, grads[name], before[name]), read)
