@@ -1,7 +1,7 @@
 """A case's arrays in torch's layout, and a step's outputs back in the suite's, without
 torch: NumPy arrays only (the layout facts are `_state`'s docstring). The FSDP2
 harness's coordinator, which puts the ranks' parts together, imports this and not torch;
-the harnesses convert their tensors to float32 arrays with `_state.read`.
+the eager harness reads its tensors into float32 arrays with `_state.read`.
 """
 
 from __future__ import annotations

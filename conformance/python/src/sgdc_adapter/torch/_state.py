@@ -46,7 +46,6 @@ from . import _layout
 from ._layout import torch_parameters, torch_state
 
 
-
 def find_linear(model: torch.nn.Module) -> torch.nn.Linear:
     """The one nn.Linear inside `model` (the model itself, or any submodule); ValueError
     naming what was found when there is none or more than one."""
