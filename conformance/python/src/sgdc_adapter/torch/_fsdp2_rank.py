@@ -166,16 +166,19 @@ class Fsdp2Rank:
         dist.all_reduce(failed, group=self.meshes[shards].get_group())
         return error if error is not None else ("" if failed.item() else None)
 
-    def load(self, case: Case) -> tuple[Any, Any, GradientCapture]:
+    def load(self, case: Case) -> tuple[Any, Any, GradientCapture, dict[str, np.ndarray]]:
         """The case's parameters, hyperparameters and optimizer state into this rank's
         shards (each its part of the case's whole tensor, placed as its parameter, no
-        collective), replacing what an earlier step left; `.grad` is left alone."""
+        collective), replacing what an earlier step left; `.grad` is left alone. Returns
+        the model, its optimizer and capture, and the whole parameters loaded
+        (`torch_parameters`)."""
         model, linear = self.models[case.num_shards][case.d, case.k]
         optimizer, capture = self.optimizers[(case.d, case.k, case.num_shards,
                                               *optimizer_kind(case))]
         params = linear_parameters(linear)
         with torch.no_grad():
-            for name, values in torch_parameters(case).items():
+            loaded = torch_parameters(case)
+            for name, values in loaded.items():
                 p = params[name]
                 mine = placed_as(p, values)
                 # copy_ rounds the case's float32 values into narrower parameters.
@@ -187,7 +190,7 @@ class Fsdp2Rank:
             optimizer.state[p] = {key: placed_as(p, v, state_dtype(optimizer, p, key))
                                   if v.shape == tuple(p.shape) else torch.from_numpy(v)
                                   for key, v in entries.items()}
-        return model, optimizer, capture
+        return model, optimizer, capture, loaded
 
     def step(self, job: dict[str, Any]) -> tuple[str, Any]:
         """Runs one case on this rank: ("ok", its parts), or ("rejected", (why, whether
@@ -197,7 +200,7 @@ class Fsdp2Rank:
         error = self.setup(case)
         if error is not None:
             return "rejected", (error or None, True)
-        model, optimizer, capture = self.load(case)
+        model, optimizer, capture, before = self.load(case)
         shards = case.num_shards
         x = torch.tensor_split(torch.from_numpy(case.x), shards)[self.rank]
         y = torch.tensor_split(torch.from_numpy(case.y), shards)[self.rank]
@@ -228,7 +231,6 @@ class Fsdp2Rank:
                       for name, p in params.items()},
             "placements": str(params["weight"].placements
                               if isinstance(params["weight"], DTensor) else "(not a DTensor)")}
-        before = torch_parameters(case)
         answer["decayed"] = {name: decayed_part(case, name, grads[name], before[name])
                              for name, p in params.items()
                              if keeps_no_buffer(case, optimizer.state.get(p, {}))}
