@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "float_bits.hpp"
 #include "process_helpers.hpp"
 
 namespace sgdc::conformance::protocol {
@@ -36,7 +37,7 @@ reference::Case two_by_two() {
   return c;
 }
 
-std::uint32_t float_bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+using testing::float_bits;
 
 // `run` throws an exception of type E whose message contains every one of `needles`;
 // returns the message.

@@ -3,6 +3,8 @@
 #include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/worked_example.hpp"
 
+#include "float_bits.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +24,7 @@ properties::Capabilities all_capabilities() {
   return c;
 }
 
-std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+using testing::float_bits;
 
 // The spec's example answer, with `replace` spliced in for the part after the id.
 std::string answer(const std::string& id = "7",
@@ -76,7 +78,7 @@ TEST(Messages, SpecExampleResultDecodes) {
   EXPECT_EQ(r.loss, std::vector<float>{2.5f});
   EXPECT_EQ(r.kernel, std::vector<float>{0.5f});
   ASSERT_EQ(r.bias.size(), 1u);
-  EXPECT_EQ(bits(r.bias[0]), bits(-0.3f));
+  EXPECT_EQ(float_bits(r.bias[0]), float_bits(-0.3f));
   EXPECT_EQ(r.grad_kernel, std::vector<float>{5.0f});
   EXPECT_EQ(r.grad_bias, std::vector<float>{3.0f});
   EXPECT_EQ(r.step, 1);
@@ -297,7 +299,7 @@ TEST(Messages, QuotedAdapterOutputIsValidUtf8) {
 std::string le_bytes(const std::vector<float>& values) {
   std::string out;
   for (const float f : values) {
-    const std::uint32_t u = bits(f);
+    const std::uint32_t u = float_bits(f);
     for (int b = 0; b < 4; ++b) out += static_cast<char>(u >> (8 * b) & 0xFF);
   }
   return out;
@@ -373,7 +375,7 @@ TEST(Messages, BinaryResultDecodesBitForBit) {
   ASSERT_TRUE(out.result.has_value());
   EXPECT_EQ(out.result->loss[0], 2.5f);
   EXPECT_EQ(out.result->kernel, std::vector<float>{0.5f});
-  EXPECT_EQ(bits(out.result->bias.at(0)), bits(-0.3f));
+  EXPECT_EQ(float_bits(out.result->bias.at(0)), float_bits(-0.3f));
   EXPECT_EQ(out.result->grad_kernel, std::vector<float>{5.0f});
   EXPECT_EQ(out.result->grad_bias, std::vector<float>{3.0f});
   EXPECT_EQ(out.result->step, 1);
@@ -385,9 +387,9 @@ TEST(Messages, BinaryResultDecodesBitForBit) {
   const Frame again = encode_result(7, r, ArrayEncoding::binary);
   const reference::StepResult back =
       *decode_answer(again, 7, reference::worked_example(), promised, ArrayEncoding::binary).result;
-  EXPECT_EQ(bits(back.kernel.at(0)), 0x7FC01234u);
-  EXPECT_EQ(bits(back.bias.at(0)), bits(-0.0f));
-  EXPECT_EQ(bits(back.loss.at(0)), 1u);
+  EXPECT_EQ(float_bits(back.kernel.at(0)), 0x7FC01234u);
+  EXPECT_EQ(float_bits(back.bias.at(0)), float_bits(-0.0f));
+  EXPECT_EQ(float_bits(back.loss.at(0)), 1u);
   EXPECT_EQ(payload_size(again.line, 1 << 20), again.payload.size());
 }
 
@@ -965,7 +967,7 @@ TEST(Messages, MomentumResultRejections) {
   const properties::StepOutcome nan = decode_answer(
       momentum_answer(R"(,"momentum_kernel":"AADAfw==","momentum_bias":"AAAAvw==")"), 7, c, {});
   ASSERT_TRUE(nan.result.has_value());
-  EXPECT_EQ(bits(nan.result->momentum_kernel.at(0)), 0x7FC00000u);
+  EXPECT_EQ(float_bits(nan.result->momentum_kernel.at(0)), 0x7FC00000u);
 }
 
 TEST(Messages, BinaryMomentumResult) {
