@@ -101,14 +101,15 @@ with tempfile.TemporaryDirectory() as tmp:
           len(cases) >= 8 and "shard_invariance" in failed, f"{len(cases)} cases, failed {failed}")
 
 # Hangs: the per-case timeout ends the run; no process survives, grandchildren included.
+# Pid files in this run's own directory, removed with it at the end.
 for mode in ["hang", "hang_ignore_term", "hang_no_read"]:
-    pid_file = tempfile.mktemp()
+    pid_file = os.path.join(_own_dir, f"{mode}.pid")
     p, t, data = run(mode, "--timeout", "1", pid_file=pid_file)
     check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}: {p.stdout[-500:]}")
     check(f"{mode}: prompt", t < 15, f"{t:.1f} s")
     check(f"{mode}: fault reported", "FAULT" in p.stdout, p.stdout[-500:])
 
-pid_file = tempfile.mktemp()
+pid_file = os.path.join(_own_dir, "hang_grandchild.pid")
 p, t, _ = run("hang_grandchild", "--timeout", "1", pid_file=pid_file)
 grandchild = int(open(pid_file).read()) if os.path.exists(pid_file) else None
 check("hang_grandchild: exit 1", p.returncode == 1, f"exit {p.returncode}")

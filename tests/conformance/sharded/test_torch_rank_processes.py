@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -70,8 +71,13 @@ class DistributedProcesses(unittest.TestCase):
     torch_free_coordinator = False
 
     def start(self) -> tuple[subprocess.Popen[str], list[int]]:
+        # A temporary directory of the test's own for the adapter's: what a killed
+        # adapter leaves there (its forkserver's socket) goes with it.
+        tmp = tempfile.TemporaryDirectory(prefix="sgdc-ranks-")
+        self.addCleanup(tmp.cleanup)
         p = subprocess.Popen([sys.executable, os.path.join(ADAPTERS, self.adapter)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             env=dict(os.environ, TMPDIR=tmp.name))
         p.stdin.write('{"op":"hello","protocol":1}\n' + json.dumps(CASE) + "\n")
         p.stdin.flush()
         hello, result = json.loads(p.stdout.readline()), json.loads(p.stdout.readline())

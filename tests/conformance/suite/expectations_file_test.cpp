@@ -13,18 +13,24 @@
 namespace sgdc::conformance {
 namespace {
 
-std::string write_temp(const std::string& text) {
+// Reads `text` as an expectations file from a temporary file, which is removed again
+// whether the reading succeeds or throws.
+std::vector<ExpectedDeviation> read_text(const std::string& text) {
   char name[] = "/tmp/sgdc-xfails-XXXXXX";
   const int fd = mkstemp(name);
   EXPECT_GE(fd, 0);
   close(fd);
   std::ofstream(name) << text;
-  return name;
+  struct Remove {
+    const char* path;
+    ~Remove() { std::remove(path); }
+  } const remove{name};
+  return read_expectations_file(name);
 }
 
 std::string error_of(const std::string& text) {
   try {
-    read_expectations_file(write_temp(text));
+    read_text(text);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -32,9 +38,9 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(ExpectationsFile, ParsesSkipAndXfailWithReasons) {
-  const auto list = read_expectations_file(
-      write_temp("# comment\n\nskip determinism  # nondeterministic by design\n"
-                 "xfail accuracy:*grad_bias*  # flushes subnormal gradients\n"));
+  const auto list = read_text(
+      "# comment\n\nskip determinism  # nondeterministic by design\n"
+      "xfail accuracy:*grad_bias*  # flushes subnormal gradients\n");
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].kind, ExpectedDeviation::Kind::skip);
   EXPECT_EQ(list[0].property, "determinism");
@@ -51,7 +57,7 @@ TEST(ExpectationsFile, RejectsLinesWithoutAReasonOrKeyword) {
             std::string::npos);
   EXPECT_NE(error_of("xfail # why\n").find("missing PROPERTY"), std::string::npos);
   EXPECT_NE(error_of("xfail a b # why\n").find("one pattern per line"), std::string::npos);
-  EXPECT_TRUE(read_expectations_file(write_temp("# nothing expected\n")).empty());
+  EXPECT_TRUE(read_text("# nothing expected\n").empty());
   try {
     read_expectations_file("/nonexistent/xfails.txt");
     ADD_FAILURE() << "no error for a missing file";
@@ -64,16 +70,14 @@ TEST(ExpectationsFile, XfailTurnsAMatchingFailureIntoAnExpectedOne) {
   const auto impl = builtin::make(builtin::find("bias-not-updated"));
   SuiteOptions options;
   options.only = {"accuracy"};
-  options.expectations =
-      read_expectations_file(write_temp("xfail accuracy:*bias*  # bias is frozen on purpose\n"));
+  options.expectations = read_text("xfail accuracy:*bias*  # bias is frozen on purpose\n");
   const SuiteReport matched = run_suite(*impl, options);
   ASSERT_EQ(matched.properties.size(), 1u);
   EXPECT_EQ(matched.properties[0].verdict(), "xfail");
   EXPECT_EQ(matched.verdict, SuiteVerdict::conformant);
 
   // A pattern that does not match the failure's text leaves it a failure.
-  options.expectations =
-      read_expectations_file(write_temp("xfail accuracy:*grad_kernel[7]*  # unrelated\n"));
+  options.expectations = read_text("xfail accuracy:*grad_kernel[7]*  # unrelated\n");
   EXPECT_EQ(run_suite(*impl, options).verdict, SuiteVerdict::not_conformant);
 }
 
@@ -82,8 +86,7 @@ TEST(ExpectationsFile, AnExpectedFailureKeepsThePropertyRunning) {
   SuiteOptions options;
   options.only = {"accuracy"};
   options.run.cases = 20;
-  options.expectations =
-      read_expectations_file(write_temp("xfail accuracy:*bias*  # bias is frozen on purpose\n"));
+  options.expectations = read_text("xfail accuracy:*bias*  # bias is frozen on purpose\n");
   const SuiteReport r = run_suite(*impl, options);
   ASSERT_EQ(r.properties.size(), 1u);
   const properties::PropertyReport& p = r.properties[0].report;
@@ -107,8 +110,7 @@ TEST(ExpectationsFile, AnXfailCoversTheElementsItMatchesAndNoOthers) {
   SuiteOptions options;
   options.only = {"accuracy"};
   options.run.cases = 20;
-  options.expectations =
-      read_expectations_file(write_temp("xfail accuracy:loss[*  # the loss is a sum here\n"));
+  options.expectations = read_text("xfail accuracy:loss[*  # the loss is a sum here\n");
   const SuiteReport some = run_suite(*impl, options);
   ASSERT_EQ(some.properties.size(), 1u);
   EXPECT_EQ(some.properties[0].verdict(), "fail");
@@ -117,8 +119,7 @@ TEST(ExpectationsFile, AnXfailCoversTheElementsItMatchesAndNoOthers) {
   EXPECT_EQ(some.verdict, SuiteVerdict::not_conformant);
 
   // A line matching the message's first line covers every element of the failure.
-  options.expectations =
-      read_expectations_file(write_temp("xfail accuracy:*derived?bound:*  # known\n"));
+  options.expectations = read_text("xfail accuracy:*derived?bound:*  # known\n");
   const SuiteReport all = run_suite(*impl, options);
   EXPECT_EQ(all.properties[0].verdict(), "xfail");
   EXPECT_EQ(all.properties[0].report.cases, 20);
@@ -129,8 +130,8 @@ TEST(ExpectationsFile, SkipAndXpassAreReported) {
   const auto impl = builtin::make(builtin::find("float32"));
   SuiteOptions options;
   options.only = {"accuracy", "determinism"};
-  options.expectations = read_expectations_file(
-      write_temp("skip determinism  # slow here\nxfail accuracy  # thought broken\n"));
+  options.expectations =
+      read_text("skip determinism  # slow here\nxfail accuracy  # thought broken\n");
   const SuiteReport r = run_suite(*impl, options);
   ASSERT_EQ(r.properties.size(), 2u);
   EXPECT_EQ(r.properties[0].verdict(), "xpass");
