@@ -25,12 +25,6 @@ using json = nlohmann::json;
 
 [[noreturn]] void bad(const std::string& what) { throw ProtocolError(what); }
 
-// A short, printable rendering of a JSON value for messages.
-std::string show(const json& v) {
-  return detail::printable(v.dump(-1, ' ', false, json::error_handler_t::replace),
-                           detail::quote_limit);
-}
-
 json parse_object(std::string_view line, std::string_view what) {
   json j;
   try {
@@ -47,7 +41,7 @@ json parse_object(std::string_view line, std::string_view what) {
                     detail::printable(line, detail::quote_limit)));
   }
   if (!j.is_object()) {
-    bad(fmt::format("{} is not a JSON object: {}", what, show(j)));
+    bad(fmt::format("{} is not a JSON object: {}", what, detail::show_json(j)));
   }
   return j;
 }
@@ -84,7 +78,8 @@ class ArrayReader {
 
  private:
   static std::vector<float> from_base64(const json& v, const char* key) {
-    if (!v.is_string()) bad(fmt::format("{} is not a base64 string: {}", key, show(v)));
+    if (!v.is_string())
+      bad(fmt::format("{} is not a base64 string: {}", key, detail::show_json(v)));
     try {
       return decode_floats(v.get_ref<const std::string&>());
     } catch (const std::invalid_argument& e) {
@@ -95,14 +90,15 @@ class ArrayReader {
   std::vector<float> from_payload(const json& v, const char* key, std::int64_t expected) const {
     if (!v.is_object()) {
       bad(fmt::format("{} is not a binary array reference {{\"offset\":O,\"count\":C}}: {}", key,
-                      show(v)));
+                      detail::show_json(v)));
     }
     const auto field = [&](const char* name) {
       const auto it = v.find(name);
-      if (it == v.end()) bad(fmt::format("{} has no {}: {}", key, name, show(v)));
+      if (it == v.end()) bad(fmt::format("{} has no {}: {}", key, name, detail::show_json(v)));
       const auto value = as_int64(*it);
       if (!value || *value < 0) {
-        bad(fmt::format("{}.{} is not a non-negative integer: {}", key, name, show(*it)));
+        bad(fmt::format("{}.{} is not a non-negative integer: {}", key, name,
+                        detail::show_json(*it)));
       }
       return static_cast<std::uint64_t>(*value);
     };
@@ -161,22 +157,24 @@ const json& required(const json& j, const char* key, const char* capability) {
 constexpr std::int64_t max_shard_count = std::numeric_limits<std::int32_t>::max();
 
 std::vector<reference::ShardPart> shards(const json& v) {
-  if (!v.is_array()) bad(fmt::format("shards is not a list: {}", show(v)));
+  if (!v.is_array()) bad(fmt::format("shards is not a list: {}", detail::show_json(v)));
   std::vector<reference::ShardPart> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& s = v[i];
-    if (!s.is_object()) bad(fmt::format("shards[{}] is not an object: {}", i, show(s)));
+    if (!s.is_object())
+      bad(fmt::format("shards[{}] is not an object: {}", i, detail::show_json(s)));
     auto count = [&](const char* key) -> std::optional<std::int64_t> {
       const auto it = s.find(key);
       if (it == s.end()) return std::nullopt;
       if (it->is_number_unsigned() &&
           it->get<std::uint64_t>() > static_cast<std::uint64_t>(max_shard_count))
         bad(fmt::format("shards[{}].{} is {}, more than the largest count, 2^31 - 1", i, key,
-                        show(*it)));
+                        detail::show_json(*it)));
       const auto value = as_int64(*it);
       if (!value || *value < 0)
-        bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key, show(*it)));
+        bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key,
+                        detail::show_json(*it)));
       return value;
     };
     reference::ShardPart part;
@@ -201,14 +199,16 @@ int positive_count(const json& j, const char* key) {
   if (m == j.end()) return 1;
   if (m->is_number_unsigned() && m->get<std::uint64_t>() > std::uint64_t{cap}) return cap;
   const auto value = as_int64(*m);
-  if (!value || *value < 1) bad(fmt::format("{} is not a positive integer: {}", key, show(*m)));
+  if (!value || *value < 1)
+    bad(fmt::format("{} is not a positive integer: {}", key, detail::show_json(*m)));
   return static_cast<int>(std::min<std::int64_t>(*value, cap));
 }
 
 // The hello reply's "counter": {"dtype": ..., "at_end": "wrap" | "saturate"}.
 reference::Counter counter(const json& v) {
   if (!v.is_object())
-    bad(fmt::format("counter is not an object {{\"dtype\":..,\"at_end\":..}}: {}", show(v)));
+    bad(fmt::format("counter is not an object {{\"dtype\":..,\"at_end\":..}}: {}",
+                    detail::show_json(v)));
   reference::Counter out;
   const auto dtype = v.find("dtype");
   const auto type = dtype != v.end() && dtype->is_string()
@@ -218,7 +218,7 @@ reference::Counter counter(const json& v) {
     bad(
         fmt::format("counter.dtype is {}, expected \"int32\", \"uint32\", \"int64\", "
                     "\"float32\" or \"float64\"",
-                    dtype == v.end() ? std::string("missing") : show(*dtype)));
+                    dtype == v.end() ? std::string("missing") : detail::show_json(*dtype)));
   out.type = *type;
   const auto end = v.find("at_end");
   const auto at_end = end != v.end() && end->is_string()
@@ -226,7 +226,7 @@ reference::Counter counter(const json& v) {
                           : std::nullopt;
   if (!at_end || *at_end == reference::CounterEnd::untested)
     bad(fmt::format("counter.at_end is {}, expected \"wrap\" or \"saturate\"",
-                    end == v.end() ? std::string("missing") : show(*end)));
+                    end == v.end() ? std::string("missing") : detail::show_json(*end)));
   if ((out.type == reference::CounterType::float32 ||
        out.type == reference::CounterType::float64) &&
       *at_end == reference::CounterEnd::wrap)
@@ -239,22 +239,24 @@ reference::Counter counter(const json& v) {
 // The hello reply's "momentum": {"dampening": bool, "nesterov": bool, "weight_decay":
 // ["coupled", "decoupled"]} (each optional: false, false, none).
 properties::MomentumSupport momentum_support(const json& v) {
-  if (!v.is_object()) bad(fmt::format("momentum is not an object: {}", show(v)));
+  if (!v.is_object()) bad(fmt::format("momentum is not an object: {}", detail::show_json(v)));
   properties::MomentumSupport out;
   for (auto [key, flag] : {std::pair{"dampening", &out.dampening}, {"nesterov", &out.nesterov}}) {
     const auto it = v.find(key);
     if (it == v.end()) continue;
-    if (!it->is_boolean()) bad(fmt::format("momentum.{} is not true or false: {}", key, show(*it)));
+    if (!it->is_boolean())
+      bad(fmt::format("momentum.{} is not true or false: {}", key, detail::show_json(*it)));
     *flag = it->get<bool>();
   }
   if (const auto it = v.find("weight_decay"); it != v.end()) {
-    if (!it->is_array()) bad(fmt::format("momentum.weight_decay is not a list: {}", show(*it)));
+    if (!it->is_array())
+      bad(fmt::format("momentum.weight_decay is not a list: {}", detail::show_json(*it)));
     for (const json& e : *it) {
       const auto decay =
           e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
       if (!decay)
         bad(fmt::format("momentum.weight_decay lists {}, expected \"coupled\" or \"decoupled\"",
-                        show(e)));
+                        detail::show_json(e)));
       (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
           true;
     }
@@ -266,21 +268,22 @@ properties::MomentumSupport momentum_support(const json& v) {
 // "decoupled"], "eps_root": bool} (each optional: none, false).
 template <class Support>
 Support root_support(const json& v, const char* name) {
-  if (!v.is_object()) bad(fmt::format("{} is not an object: {}", name, show(v)));
+  if (!v.is_object()) bad(fmt::format("{} is not an object: {}", name, detail::show_json(v)));
   Support out;
   if (const auto it = v.find("eps_root"); it != v.end()) {
     if (!it->is_boolean())
-      bad(fmt::format("{}.eps_root is not true or false: {}", name, show(*it)));
+      bad(fmt::format("{}.eps_root is not true or false: {}", name, detail::show_json(*it)));
     out.eps_root = it->get<bool>();
   }
   if (const auto it = v.find("weight_decay"); it != v.end()) {
-    if (!it->is_array()) bad(fmt::format("{}.weight_decay is not a list: {}", name, show(*it)));
+    if (!it->is_array())
+      bad(fmt::format("{}.weight_decay is not a list: {}", name, detail::show_json(*it)));
     for (const json& e : *it) {
       const auto decay =
           e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
       if (!decay)
         bad(fmt::format("{}.weight_decay lists {}, expected \"coupled\" or \"decoupled\"", name,
-                        show(e)));
+                        detail::show_json(e)));
       (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
           true;
     }
@@ -305,18 +308,20 @@ reference::Format decode_format(const json& v) {
     bad(fmt::format(
         "compute_format is {}, expected \"float32\", \"tf32\", \"bfloat16\", \"float16\" or "
         "{{\"fraction_bits\":..,\"min_exponent\":..,\"max_exponent\":..}}",
-        show(v)));
+        detail::show_json(v)));
   }
   if (!v.is_object())
-    bad(fmt::format("compute_format is neither a format's name nor an object: {}", show(v)));
+    bad(fmt::format("compute_format is neither a format's name nor an object: {}",
+                    detail::show_json(v)));
   reference::Format f;
   for (auto [key, field] : {std::pair{"fraction_bits", &f.fraction_bits},
                             {"min_exponent", &f.min_exponent},
                             {"max_exponent", &f.max_exponent}}) {
     const auto it = v.find(key);
-    if (it == v.end()) bad(fmt::format("compute_format has no {}: {}", key, show(v)));
+    if (it == v.end()) bad(fmt::format("compute_format has no {}: {}", key, detail::show_json(v)));
     const auto value = as_int64(*it);
-    if (!value) bad(fmt::format("compute_format.{} is not an integer: {}", key, show(*it)));
+    if (!value)
+      bad(fmt::format("compute_format.{} is not an integer: {}", key, detail::show_json(*it)));
     // Out of every format's range either way; format_problem names it.
     *field = static_cast<int>(std::clamp<std::int64_t>(*value, -100000, 100000));
   }
@@ -329,7 +334,7 @@ reference::Format decode_format(const json& v) {
 // "master_dtype": NAME}, each optional; reduce_dtype defaults to param_dtype (as FSDP2's
 // reduce_dtype=None), the others to float32.
 reference::Stages decode_precision(const json& v) {
-  if (!v.is_object()) bad(fmt::format("precision is not an object: {}", show(v)));
+  if (!v.is_object()) bad(fmt::format("precision is not an object: {}", detail::show_json(v)));
   // Not a structured binding: the lambda captures the key, which clang before 16 rejects.
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& key = it.key();
@@ -338,7 +343,7 @@ reference::Stages decode_precision(const json& v) {
       bad(
           fmt::format("precision has an unknown field {}: expected param_dtype, reduce_dtype, "
                       "master_dtype",
-                      show(json(key))));
+                      detail::show_json(json(key))));
   }
   auto dtype = [&](const char* key) -> std::optional<reference::Format> {
     const auto it = v.find(key);
@@ -348,7 +353,7 @@ reference::Stages decode_precision(const json& v) {
                         : std::nullopt;
     if (!f)
       bad(fmt::format("precision.{} is {}, expected \"float32\", \"bfloat16\" or \"float16\"", key,
-                      show(*it)));
+                      detail::show_json(*it)));
     return f;
   };
   reference::Stages s;
@@ -370,7 +375,8 @@ ojson encode_format(const reference::Format& f) {
 std::string string_field(const json& j, const char* key, std::string_view what) {
   const auto it = j.find(key);
   if (it == j.end()) bad(fmt::format("{} has no {}", what, key));
-  if (!it->is_string()) bad(fmt::format("{} {} is not a string: {}", what, key, show(*it)));
+  if (!it->is_string())
+    bad(fmt::format("{} {} is not a string: {}", what, key, detail::show_json(*it)));
   return it->get<std::string>();
 }
 
@@ -445,14 +451,14 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   const auto op = j.find("op");
   if (op == j.end() || !op->is_string() || op->get_ref<const std::string&>() != "hello") {
     bad(fmt::format("hello reply has op {}, expected \"hello\"",
-                    op == j.end() ? std::string("missing") : show(*op)));
+                    op == j.end() ? std::string("missing") : detail::show_json(*op)));
   }
   const auto protocol = j.find("protocol");
   if (protocol == j.end()) bad("hello reply has no protocol");
   const auto version = as_int64(*protocol);
   if (!version || *version != protocol_version) {
-    bad(fmt::format("adapter speaks protocol {}, the suite speaks protocol {}", show(*protocol),
-                    protocol_version));
+    bad(fmt::format("adapter speaks protocol {}, the suite speaks protocol {}",
+                    detail::show_json(*protocol), protocol_version));
   }
 
   properties::Declaration d;
@@ -461,10 +467,12 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
 
   const auto caps = j.find("capabilities");
   if (caps == j.end()) bad("hello reply has no capabilities");
-  if (!caps->is_array()) bad(fmt::format("capabilities is not a list: {}", show(*caps)));
+  if (!caps->is_array())
+    bad(fmt::format("capabilities is not a list: {}", detail::show_json(*caps)));
   for (std::size_t i = 0; i < caps->size(); ++i) {
     const json& c = (*caps)[i];
-    if (!c.is_string()) bad(fmt::format("capabilities[{}] is not a string: {}", i, show(c)));
+    if (!c.is_string())
+      bad(fmt::format("capabilities[{}] is not a string: {}", i, detail::show_json(c)));
     const auto& name = c.get_ref<const std::string&>();
     // Unknown names are ignored: later protocol versions may add capabilities.
     if (name == "grads") d.capabilities.grads = true;
@@ -474,20 +482,21 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
 
   // Extension fields (docs/spec/protocol.md).
   if (const auto s = j.find("subnormals"); s != j.end()) {
-    if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", show(*s)));
+    if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", detail::show_json(*s)));
     const auto& text = s->get_ref<const std::string&>();
     if (text == "ieee") {
       d.arithmetic.subnormals = reference::Subnormals::ieee;
     } else if (text == "ftz") {
       d.arithmetic.subnormals = reference::Subnormals::flush_to_zero;
     } else {
-      bad(fmt::format("subnormals is {}, expected \"ieee\" or \"ftz\"", show(*s)));
+      bad(fmt::format("subnormals is {}, expected \"ieee\" or \"ftz\"", detail::show_json(*s)));
     }
   }
   if (const auto u = j.find("unit_roundoff"); u != j.end()) {
     const double value = u->is_number() ? u->get<double>() : std::nan("");
     if (!(value > 0.0 && value < 1.0)) {
-      bad(fmt::format("unit_roundoff is {}, expected a number between 0 and 1", show(*u)));
+      bad(fmt::format("unit_roundoff is {}, expected a number between 0 and 1",
+                      detail::show_json(*u)));
     }
     d.arithmetic.u = value;
   }
@@ -511,16 +520,17 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad("precision with subnormals \"ftz\": stages are modelled with gradual underflow only");
   }
   if (const auto s = j.find("sharded"); s != j.end()) {
-    if (!s->is_boolean()) bad(fmt::format("sharded is not true or false: {}", show(*s)));
+    if (!s->is_boolean())
+      bad(fmt::format("sharded is not true or false: {}", detail::show_json(*s)));
     d.capabilities.sharded = s->get<bool>();
   }
   if (const auto m = j.find("max_shards"); m != j.end()) {
     if (m->is_number_unsigned() &&
         m->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-      bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", show(*m)));
+      bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", detail::show_json(*m)));
     const auto value = as_int64(*m);
     if (!value || *value < 1)
-      bad(fmt::format("max_shards is not a positive integer: {}", show(*m)));
+      bad(fmt::format("max_shards is not a positive integer: {}", detail::show_json(*m)));
     d.capabilities.max_shards = static_cast<int>(*value);
   }
   ArrayEncoding arrays = ArrayEncoding::base64;
@@ -529,7 +539,8 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       if (!binary_offered) bad("adapter chose binary arrays, which the suite did not offer");
       arrays = ArrayEncoding::binary;
     } else if (*a != "base64") {
-      bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"", show(*a)));
+      bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"",
+                      detail::show_json(*a)));
     }
   }
   if (const auto p = j.find("placement"); p != j.end()) {
@@ -541,7 +552,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad(
           fmt::format("placement is {}, expected \"flat\", \"output_chunks\" or "
                       "\"input_chunks\"",
-                      show(*p)));
+                      detail::show_json(*p)));
     d.capabilities.placement = *rule;
   }
   if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
@@ -568,7 +579,8 @@ std::size_t payload_size(std::string_view line, std::size_t limit) {
   const auto p = j.find("payload");
   if (p == j.end()) return 0;
   const auto bytes = as_int64(*p);
-  if (!bytes || *bytes < 0) bad(fmt::format("payload is not a non-negative integer: {}", show(*p)));
+  if (!bytes || *bytes < 0)
+    bad(fmt::format("payload is not a non-negative integer: {}", detail::show_json(*p)));
   if (static_cast<std::uint64_t>(*bytes) > limit) {
     bad(fmt::format("payload of {} bytes exceeds the limit of {} bytes", *bytes, limit));
   }
@@ -587,20 +599,22 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   const auto op_it = j.find("op");
   if (op_it == j.end())
     bad(fmt::format("answer has no op: '{}'", detail::printable(line, detail::quote_limit)));
-  if (!op_it->is_string()) bad(fmt::format("answer's op is not a string: {}", show(*op_it)));
+  if (!op_it->is_string())
+    bad(fmt::format("answer's op is not a string: {}", detail::show_json(*op_it)));
   const std::string& op = op_it->get_ref<const std::string&>();
   if (op != "result" && op != "error") {
-    bad(fmt::format("answer has op {}, expected \"result\" or \"error\"", show(*op_it)));
+    bad(fmt::format("answer has op {}, expected \"result\" or \"error\"",
+                    detail::show_json(*op_it)));
   }
 
   const auto id_it = j.find("id");
   if (id_it == j.end()) bad("answer has no id");
   if (as_int64(*id_it) != id) {
-    std::string what = fmt::format("answer has id {}, expected {}", show(*id_it), id);
+    std::string what = fmt::format("answer has id {}, expected {}", detail::show_json(*id_it), id);
     // The Python kit answers a message it could not parse with id null; say why.
     if (op == "error") {
       const auto m = j.find("message");
-      if (m != j.end()) what += fmt::format(" (error: {})", show(*m));
+      if (m != j.end()) what += fmt::format(" (error: {})", detail::show_json(*m));
     }
     bad(what);
   }
@@ -608,7 +622,8 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   if (op == "error") {
     const auto m = j.find("message");
     if (m == j.end()) bad("error answer has no message");
-    if (!m->is_string()) bad(fmt::format("error message is not a string: {}", show(*m)));
+    if (!m->is_string())
+      bad(fmt::format("error message is not a string: {}", detail::show_json(*m)));
     std::string message = m->get<std::string>();
     // A rejection is told apart from a result by its non-empty text.
     if (message.empty()) message = "(adapter rejected the case without a message)";
@@ -634,7 +649,7 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   if (promised.step_counter) {
     const json& s = required(j, "step", "step_counter");
     const auto value = as_int64(s);
-    if (!value) bad(fmt::format("step is not an integer: {}", show(s)));
+    if (!value) bad(fmt::format("step is not an integer: {}", detail::show_json(s)));
     r.step = *value;
   }
   if (promised.shard_layout) {

@@ -71,4 +71,9 @@ std::string printable(std::string_view text, std::size_t max_bytes, bool keep_ta
   return out;
 }
 
+std::string show_json(const nlohmann::json& value) {
+  return printable(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                   quote_limit);
+}
+
 }  // namespace sgdc::conformance::protocol::detail
