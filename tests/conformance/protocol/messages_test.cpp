@@ -3,7 +3,7 @@
 #include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/worked_example.hpp"
 
-#include "float_bits.hpp"
+#include "support/float_bits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -24,7 +24,7 @@ properties::Capabilities all_capabilities() {
   return c;
 }
 
-using testing::float_bits;
+using test_support::float_bits;
 
 // The spec's example answer, with `replace` spliced in for the part after the id.
 std::string answer(const std::string& id = "7",
@@ -575,6 +575,23 @@ TEST(Messages, StepCarriesTheBiasGroup) {
   const auto k = nlohmann::json::parse(encode_step(1, c));
   EXPECT_EQ(k.at("bias_weight_decay"), "AAAAAA==");
   EXPECT_FALSE(k.contains("bias_lr"));
+}
+
+// A bad recipe value is quoted as every field of a message is (show_json): a long one
+// cut at the quoting limit, saying how much was left out.
+TEST(Messages, ALongBadRecipeValueIsQuotedShort) {
+  const std::string name(1000, 'a');
+  try {
+    decode_hello(hello_with(R"(,"recipe":{"optimizers":")" + name + R"("})"));
+    ADD_FAILURE() << "accepted";
+  } catch (const ProtocolError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("recipe.optimizers: is not a non-empty list of names: \"aaa"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find(" more bytes left out]"), std::string::npos) << what;
+    EXPECT_LT(what.size(), 400u) << what;
+  }
 }
 
 // Clipping: declared in the recipe (max_norm a value or a range, eps the convention's),
