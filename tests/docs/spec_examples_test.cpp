@@ -3,7 +3,6 @@
 // in the documents must be one this test knows.
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -19,12 +18,14 @@
 #include "sgdc/reference/counter.hpp"
 #include "sgdc/reference/oracle.hpp"
 #include "sgdc/reference/worked_example.hpp"
+#include "support/float_bits.hpp"
 
 namespace sgdc::conformance::protocol {
 namespace {
 
 using ojson = nlohmann::ordered_json;
 namespace sharding = properties::sharding;
+using test_support::float_bits;
 
 const std::string spec_dir = SGDC_SPEC_DIR;
 
@@ -115,8 +116,6 @@ std::string bytes_from_hex(const std::vector<std::string>& lines) {
   return out;
 }
 
-std::uint32_t bits(float f) { return std::bit_cast<std::uint32_t>(f); }
-
 properties::Capabilities grads_and_counter() {
   properties::Capabilities c;
   c.grads = c.step_counter = true;
@@ -129,7 +128,7 @@ void expect_oracle_outputs(const reference::StepResult& r, const reference::Case
   for (const reference::OutputInfo& out : reference::output_table) {
     ASSERT_EQ(r[out.output].size(), e[out.output].size()) << out.name;
     for (std::size_t i = 0; i < r[out.output].size(); ++i)
-      EXPECT_EQ(bits(r[out.output][i]), bits(e[out.output][i].rounded))
+      EXPECT_EQ(float_bits(r[out.output][i]), float_bits(e[out.output][i].rounded))
           << out.name << "[" << i << "]";
   }
 }
@@ -399,7 +398,7 @@ TEST(SpecExamples, WorkedExampleNumbers) {
   const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
-      if (bits(a[i]) != bits(b[i])) return false;
+      if (float_bits(a[i]) != float_bits(b[i])) return false;
     return true;
   };
 
@@ -430,7 +429,7 @@ TEST(SpecExamples, WorkedExampleNumbers) {
   after.bias = {e.bias[0].rounded};
   const float post = reference::expect(after).loss[0].rounded;
   EXPECT_TRUE(same_bits(floats("post-update loss"), {post}));
-  EXPECT_NE(bits(post), bits(e.loss[0].rounded));
+  EXPECT_NE(float_bits(post), float_bits(e.loss[0].rounded));
 
   EXPECT_TRUE(unchecked.empty()) << "unchecked line: " << *unchecked.begin();
 }

@@ -4,20 +4,19 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
-#include <cstdint>
 #include <string>
 
 #include "sgdc/reference/expectation.hpp"
 #include "sgdc/reference/rounded_step.hpp"
+#include "support/float_bits.hpp"
 
 namespace sgdc::reference::identical {
 
 inline bool same(double a, double b) {
-  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+  return test_support::double_bits(a) == test_support::double_bits(b);
 }
 inline bool same(float a, float b) {
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b);
+  return test_support::float_bits(a) == test_support::float_bits(b);
 }
 
 // Fails the test at the first field that differs, naming it; use under

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -13,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "float_bits.hpp"
 #include "process_helpers.hpp"
+#include "support/float_bits.hpp"
 
 namespace sgdc::conformance::protocol {
 namespace {
@@ -37,7 +36,7 @@ reference::Case two_by_two() {
   return c;
 }
 
-using testing::float_bits;
+using test_support::float_bits;
 
 // `run` throws an exception of type E whose message contains every one of `needles`;
 // returns the message.

@@ -1,6 +1,6 @@
 #include "protocol/base64.hpp"
 
-#include "float_bits.hpp"
+#include "support/float_bits.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -17,7 +17,7 @@ namespace {
 
 std::vector<std::uint32_t> bits(const std::vector<float>& v) {
   std::vector<std::uint32_t> out;
-  for (const float f : v) out.push_back(testing::float_bits(f));
+  for (const float f : v) out.push_back(test_support::float_bits(f));
   return out;
 }
 
