@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import shutil
 
@@ -63,12 +64,16 @@ def no_fake_left():
     return [pid for pid in out if int(pid) != os.getpid() and alive(int(pid))]
 
 
-# Nothing could be tested: exit 2, promptly, saying why.
-for mode, words in [("bad_protocol", "protocol"), ("hello_not_json", "JSON"),
-                    ("exit_immediately", "status 3"), ("hang_in_handshake", "within")]:
+# Nothing could be tested: exit 2, promptly, saying why (the four runs side by side).
+UNTESTABLE = [("bad_protocol", "protocol"), ("hello_not_json", "JSON"),
+              ("exit_immediately", "status 3"), ("hang_in_handshake", "within")]
+with ThreadPoolExecutor(len(UNTESTABLE)) as pool:
     # A second for the hang; more for the others, which answer at once but start a Python
     # interpreter that a loaded machine may take over a second to start.
-    p, t, _ = run(mode, "--handshake-timeout", "1" if mode == "hang_in_handshake" else "8")
+    untestable = list(pool.map(
+        lambda mode: run(mode, "--handshake-timeout", "1" if mode == "hang_in_handshake" else "8"),
+        [mode for mode, _ in UNTESTABLE]))
+for (mode, words), (p, t, _) in zip(UNTESTABLE, untestable):
     check(f"{mode}: exit 2", p.returncode == 2, f"exit {p.returncode}: {p.stderr}")
     check(f"{mode}: names the problem", words in p.stderr, p.stderr)
     check(f"{mode}: prompt", t < 20, f"{t:.1f} s")
@@ -101,16 +106,21 @@ with tempfile.TemporaryDirectory() as tmp:
           len(cases) >= 8 and "shard_invariance" in failed, f"{len(cases)} cases, failed {failed}")
 
 # Hangs: the per-case timeout ends the run; no process survives, grandchildren included.
-# Pid files in this run's own directory, removed with it at the end.
-for mode in ["hang", "hang_ignore_term", "hang_no_read"]:
-    pid_file = os.path.join(_own_dir, f"{mode}.pid")
-    p, t, data = run(mode, "--timeout", "1", pid_file=pid_file)
+# The four runs wait out their timeouts side by side; pid files in this run's own
+# directory, removed with it at the end.
+HANGS = ["hang", "hang_ignore_term", "hang_no_read", "hang_grandchild"]
+with ThreadPoolExecutor(len(HANGS)) as pool:
+    hung = dict(zip(HANGS, pool.map(
+        lambda mode: run(mode, "--timeout", "1", pid_file=os.path.join(_own_dir, f"{mode}.pid")),
+        HANGS)))
+for mode in HANGS[:3]:
+    p, t, data = hung[mode]
     check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}: {p.stdout[-500:]}")
     check(f"{mode}: prompt", t < 15, f"{t:.1f} s")
     check(f"{mode}: fault reported", "FAULT" in p.stdout, p.stdout[-500:])
 
+p, t, _ = hung["hang_grandchild"]
 pid_file = os.path.join(_own_dir, "hang_grandchild.pid")
-p, t, _ = run("hang_grandchild", "--timeout", "1", pid_file=pid_file)
 grandchild = int(open(pid_file).read()) if os.path.exists(pid_file) else None
 check("hang_grandchild: exit 1", p.returncode == 1, f"exit {p.returncode}")
 check("hang_grandchild: grandchild stopped", grandchild is not None and not alive(grandchild),
