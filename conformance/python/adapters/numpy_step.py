@@ -30,12 +30,18 @@ p - lr*a.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
+# One BLAS thread, set before NumPy loads OpenBLAS: the suite's products are small, and a
+# second thread mostly spins waiting for work (about a fifth of this adapter's CPU on two
+# cores, docs/benchmarks.md). The products' bits are the same either way.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import sgdc_adapter
+import numpy as np  # noqa: E402
+import numpy.typing as npt  # noqa: E402
+
+import sgdc_adapter  # noqa: E402
 
 F32 = np.float32
 INT64_MAX = np.iinfo(np.int64).max
