@@ -23,6 +23,8 @@ namespace {
 using ojson = nlohmann::ordered_json;
 using json = nlohmann::json;
 
+using detail::show_json;
+
 [[noreturn]] void bad(const std::string& what) { throw ProtocolError(what); }
 
 json parse_object(std::string_view line, std::string_view what) {
@@ -41,7 +43,7 @@ json parse_object(std::string_view line, std::string_view what) {
                     detail::printable(line, detail::quote_limit)));
   }
   if (!j.is_object()) {
-    bad(fmt::format("{} is not a JSON object: {}", what, detail::show_json(j)));
+    bad(fmt::format("{} is not a JSON object: {}", what, show_json(j)));
   }
   return j;
 }
@@ -78,8 +80,7 @@ class ArrayReader {
 
  private:
   static std::vector<float> from_base64(const json& v, const char* key) {
-    if (!v.is_string())
-      bad(fmt::format("{} is not a base64 string: {}", key, detail::show_json(v)));
+    if (!v.is_string()) bad(fmt::format("{} is not a base64 string: {}", key, show_json(v)));
     try {
       return decode_floats(v.get_ref<const std::string&>());
     } catch (const std::invalid_argument& e) {
@@ -90,15 +91,14 @@ class ArrayReader {
   std::vector<float> from_payload(const json& v, const char* key, std::int64_t expected) const {
     if (!v.is_object()) {
       bad(fmt::format("{} is not a binary array reference {{\"offset\":O,\"count\":C}}: {}", key,
-                      detail::show_json(v)));
+                      show_json(v)));
     }
     const auto field = [&](const char* name) {
       const auto it = v.find(name);
-      if (it == v.end()) bad(fmt::format("{} has no {}: {}", key, name, detail::show_json(v)));
+      if (it == v.end()) bad(fmt::format("{} has no {}: {}", key, name, show_json(v)));
       const auto value = as_int64(*it);
       if (!value || *value < 0) {
-        bad(fmt::format("{}.{} is not a non-negative integer: {}", key, name,
-                        detail::show_json(*it)));
+        bad(fmt::format("{}.{} is not a non-negative integer: {}", key, name, show_json(*it)));
       }
       return static_cast<std::uint64_t>(*value);
     };
@@ -157,24 +157,22 @@ const json& required(const json& j, const char* key, const char* capability) {
 constexpr std::int64_t max_shard_count = std::numeric_limits<std::int32_t>::max();
 
 std::vector<reference::ShardPart> shards(const json& v) {
-  if (!v.is_array()) bad(fmt::format("shards is not a list: {}", detail::show_json(v)));
+  if (!v.is_array()) bad(fmt::format("shards is not a list: {}", show_json(v)));
   std::vector<reference::ShardPart> out;
   out.reserve(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
     const json& s = v[i];
-    if (!s.is_object())
-      bad(fmt::format("shards[{}] is not an object: {}", i, detail::show_json(s)));
+    if (!s.is_object()) bad(fmt::format("shards[{}] is not an object: {}", i, show_json(s)));
     auto count = [&](const char* key) -> std::optional<std::int64_t> {
       const auto it = s.find(key);
       if (it == s.end()) return std::nullopt;
       if (it->is_number_unsigned() &&
           it->get<std::uint64_t>() > static_cast<std::uint64_t>(max_shard_count))
         bad(fmt::format("shards[{}].{} is {}, more than the largest count, 2^31 - 1", i, key,
-                        detail::show_json(*it)));
+                        show_json(*it)));
       const auto value = as_int64(*it);
       if (!value || *value < 0)
-        bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key,
-                        detail::show_json(*it)));
+        bad(fmt::format("shards[{}].{} is not a non-negative integer: {}", i, key, show_json(*it)));
       return value;
     };
     reference::ShardPart part;
@@ -200,15 +198,14 @@ int positive_count(const json& j, const char* key) {
   if (m->is_number_unsigned() && m->get<std::uint64_t>() > std::uint64_t{cap}) return cap;
   const auto value = as_int64(*m);
   if (!value || *value < 1)
-    bad(fmt::format("{} is not a positive integer: {}", key, detail::show_json(*m)));
+    bad(fmt::format("{} is not a positive integer: {}", key, show_json(*m)));
   return static_cast<int>(std::min<std::int64_t>(*value, cap));
 }
 
 // The hello reply's "counter": {"dtype": ..., "at_end": "wrap" | "saturate"}.
 reference::Counter counter(const json& v) {
   if (!v.is_object())
-    bad(fmt::format("counter is not an object {{\"dtype\":..,\"at_end\":..}}: {}",
-                    detail::show_json(v)));
+    bad(fmt::format("counter is not an object {{\"dtype\":..,\"at_end\":..}}: {}", show_json(v)));
   reference::Counter out;
   const auto dtype = v.find("dtype");
   const auto type = dtype != v.end() && dtype->is_string()
@@ -218,7 +215,7 @@ reference::Counter counter(const json& v) {
     bad(
         fmt::format("counter.dtype is {}, expected \"int32\", \"uint32\", \"int64\", "
                     "\"float32\" or \"float64\"",
-                    dtype == v.end() ? std::string("missing") : detail::show_json(*dtype)));
+                    dtype == v.end() ? std::string("missing") : show_json(*dtype)));
   out.type = *type;
   const auto end = v.find("at_end");
   const auto at_end = end != v.end() && end->is_string()
@@ -226,7 +223,7 @@ reference::Counter counter(const json& v) {
                           : std::nullopt;
   if (!at_end || *at_end == reference::CounterEnd::untested)
     bad(fmt::format("counter.at_end is {}, expected \"wrap\" or \"saturate\"",
-                    end == v.end() ? std::string("missing") : detail::show_json(*end)));
+                    end == v.end() ? std::string("missing") : show_json(*end)));
   if ((out.type == reference::CounterType::float32 ||
        out.type == reference::CounterType::float64) &&
       *at_end == reference::CounterEnd::wrap)
@@ -239,24 +236,24 @@ reference::Counter counter(const json& v) {
 // The hello reply's "momentum": {"dampening": bool, "nesterov": bool, "weight_decay":
 // ["coupled", "decoupled"]} (each optional: false, false, none).
 properties::MomentumSupport momentum_support(const json& v) {
-  if (!v.is_object()) bad(fmt::format("momentum is not an object: {}", detail::show_json(v)));
+  if (!v.is_object()) bad(fmt::format("momentum is not an object: {}", show_json(v)));
   properties::MomentumSupport out;
   for (auto [key, flag] : {std::pair{"dampening", &out.dampening}, {"nesterov", &out.nesterov}}) {
     const auto it = v.find(key);
     if (it == v.end()) continue;
     if (!it->is_boolean())
-      bad(fmt::format("momentum.{} is not true or false: {}", key, detail::show_json(*it)));
+      bad(fmt::format("momentum.{} is not true or false: {}", key, show_json(*it)));
     *flag = it->get<bool>();
   }
   if (const auto it = v.find("weight_decay"); it != v.end()) {
     if (!it->is_array())
-      bad(fmt::format("momentum.weight_decay is not a list: {}", detail::show_json(*it)));
+      bad(fmt::format("momentum.weight_decay is not a list: {}", show_json(*it)));
     for (const json& e : *it) {
       const auto decay =
           e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
       if (!decay)
         bad(fmt::format("momentum.weight_decay lists {}, expected \"coupled\" or \"decoupled\"",
-                        detail::show_json(e)));
+                        show_json(e)));
       (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
           true;
     }
@@ -268,22 +265,22 @@ properties::MomentumSupport momentum_support(const json& v) {
 // "decoupled"], "eps_root": bool} (each optional: none, false).
 template <class Support>
 Support root_support(const json& v, const char* name) {
-  if (!v.is_object()) bad(fmt::format("{} is not an object: {}", name, detail::show_json(v)));
+  if (!v.is_object()) bad(fmt::format("{} is not an object: {}", name, show_json(v)));
   Support out;
   if (const auto it = v.find("eps_root"); it != v.end()) {
     if (!it->is_boolean())
-      bad(fmt::format("{}.eps_root is not true or false: {}", name, detail::show_json(*it)));
+      bad(fmt::format("{}.eps_root is not true or false: {}", name, show_json(*it)));
     out.eps_root = it->get<bool>();
   }
   if (const auto it = v.find("weight_decay"); it != v.end()) {
     if (!it->is_array())
-      bad(fmt::format("{}.weight_decay is not a list: {}", name, detail::show_json(*it)));
+      bad(fmt::format("{}.weight_decay is not a list: {}", name, show_json(*it)));
     for (const json& e : *it) {
       const auto decay =
           e.is_string() ? reference::parse_decay(e.get_ref<const std::string&>()) : std::nullopt;
       if (!decay)
         bad(fmt::format("{}.weight_decay lists {}, expected \"coupled\" or \"decoupled\"", name,
-                        detail::show_json(e)));
+                        show_json(e)));
       (*decay == reference::Optimizer::Decay::coupled ? out.coupled_decay : out.decoupled_decay) =
           true;
     }
@@ -308,20 +305,18 @@ reference::Format decode_format(const json& v) {
     bad(fmt::format(
         "compute_format is {}, expected \"float32\", \"tf32\", \"bfloat16\", \"float16\" or "
         "{{\"fraction_bits\":..,\"min_exponent\":..,\"max_exponent\":..}}",
-        detail::show_json(v)));
+        show_json(v)));
   }
   if (!v.is_object())
-    bad(fmt::format("compute_format is neither a format's name nor an object: {}",
-                    detail::show_json(v)));
+    bad(fmt::format("compute_format is neither a format's name nor an object: {}", show_json(v)));
   reference::Format f;
   for (auto [key, field] : {std::pair{"fraction_bits", &f.fraction_bits},
                             {"min_exponent", &f.min_exponent},
                             {"max_exponent", &f.max_exponent}}) {
     const auto it = v.find(key);
-    if (it == v.end()) bad(fmt::format("compute_format has no {}: {}", key, detail::show_json(v)));
+    if (it == v.end()) bad(fmt::format("compute_format has no {}: {}", key, show_json(v)));
     const auto value = as_int64(*it);
-    if (!value)
-      bad(fmt::format("compute_format.{} is not an integer: {}", key, detail::show_json(*it)));
+    if (!value) bad(fmt::format("compute_format.{} is not an integer: {}", key, show_json(*it)));
     // Out of every format's range either way; format_problem names it.
     *field = static_cast<int>(std::clamp<std::int64_t>(*value, -100000, 100000));
   }
@@ -334,7 +329,7 @@ reference::Format decode_format(const json& v) {
 // "master_dtype": NAME}, each optional; reduce_dtype defaults to param_dtype (as FSDP2's
 // reduce_dtype=None), the others to float32.
 reference::Stages decode_precision(const json& v) {
-  if (!v.is_object()) bad(fmt::format("precision is not an object: {}", detail::show_json(v)));
+  if (!v.is_object()) bad(fmt::format("precision is not an object: {}", show_json(v)));
   // Not a structured binding: the lambda captures the key, which clang before 16 rejects.
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& key = it.key();
@@ -343,7 +338,7 @@ reference::Stages decode_precision(const json& v) {
       bad(
           fmt::format("precision has an unknown field {}: expected param_dtype, reduce_dtype, "
                       "master_dtype",
-                      detail::show_json(json(key))));
+                      show_json(json(key))));
   }
   auto dtype = [&](const char* key) -> std::optional<reference::Format> {
     const auto it = v.find(key);
@@ -353,7 +348,7 @@ reference::Stages decode_precision(const json& v) {
                         : std::nullopt;
     if (!f)
       bad(fmt::format("precision.{} is {}, expected \"float32\", \"bfloat16\" or \"float16\"", key,
-                      detail::show_json(*it)));
+                      show_json(*it)));
     return f;
   };
   reference::Stages s;
@@ -375,8 +370,7 @@ ojson encode_format(const reference::Format& f) {
 std::string string_field(const json& j, const char* key, std::string_view what) {
   const auto it = j.find(key);
   if (it == j.end()) bad(fmt::format("{} has no {}", what, key));
-  if (!it->is_string())
-    bad(fmt::format("{} {} is not a string: {}", what, key, detail::show_json(*it)));
+  if (!it->is_string()) bad(fmt::format("{} {} is not a string: {}", what, key, show_json(*it)));
   return it->get<std::string>();
 }
 
@@ -451,14 +445,14 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
   const auto op = j.find("op");
   if (op == j.end() || !op->is_string() || op->get_ref<const std::string&>() != "hello") {
     bad(fmt::format("hello reply has op {}, expected \"hello\"",
-                    op == j.end() ? std::string("missing") : detail::show_json(*op)));
+                    op == j.end() ? std::string("missing") : show_json(*op)));
   }
   const auto protocol = j.find("protocol");
   if (protocol == j.end()) bad("hello reply has no protocol");
   const auto version = as_int64(*protocol);
   if (!version || *version != protocol_version) {
     bad(fmt::format("adapter speaks protocol {}, the suite speaks protocol {}",
-                    detail::show_json(*protocol), protocol_version));
+                    show_json(*protocol), protocol_version));
   }
 
   properties::Declaration d;
@@ -467,12 +461,10 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
 
   const auto caps = j.find("capabilities");
   if (caps == j.end()) bad("hello reply has no capabilities");
-  if (!caps->is_array())
-    bad(fmt::format("capabilities is not a list: {}", detail::show_json(*caps)));
+  if (!caps->is_array()) bad(fmt::format("capabilities is not a list: {}", show_json(*caps)));
   for (std::size_t i = 0; i < caps->size(); ++i) {
     const json& c = (*caps)[i];
-    if (!c.is_string())
-      bad(fmt::format("capabilities[{}] is not a string: {}", i, detail::show_json(c)));
+    if (!c.is_string()) bad(fmt::format("capabilities[{}] is not a string: {}", i, show_json(c)));
     const auto& name = c.get_ref<const std::string&>();
     // Unknown names are ignored: later protocol versions may add capabilities.
     if (name == "grads") d.capabilities.grads = true;
@@ -482,21 +474,20 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
 
   // Extension fields (docs/spec/protocol.md).
   if (const auto s = j.find("subnormals"); s != j.end()) {
-    if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", detail::show_json(*s)));
+    if (!s->is_string()) bad(fmt::format("subnormals is not a string: {}", show_json(*s)));
     const auto& text = s->get_ref<const std::string&>();
     if (text == "ieee") {
       d.arithmetic.subnormals = reference::Subnormals::ieee;
     } else if (text == "ftz") {
       d.arithmetic.subnormals = reference::Subnormals::flush_to_zero;
     } else {
-      bad(fmt::format("subnormals is {}, expected \"ieee\" or \"ftz\"", detail::show_json(*s)));
+      bad(fmt::format("subnormals is {}, expected \"ieee\" or \"ftz\"", show_json(*s)));
     }
   }
   if (const auto u = j.find("unit_roundoff"); u != j.end()) {
     const double value = u->is_number() ? u->get<double>() : std::nan("");
     if (!(value > 0.0 && value < 1.0)) {
-      bad(fmt::format("unit_roundoff is {}, expected a number between 0 and 1",
-                      detail::show_json(*u)));
+      bad(fmt::format("unit_roundoff is {}, expected a number between 0 and 1", show_json(*u)));
     }
     d.arithmetic.u = value;
   }
@@ -520,17 +511,16 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad("precision with subnormals \"ftz\": stages are modelled with gradual underflow only");
   }
   if (const auto s = j.find("sharded"); s != j.end()) {
-    if (!s->is_boolean())
-      bad(fmt::format("sharded is not true or false: {}", detail::show_json(*s)));
+    if (!s->is_boolean()) bad(fmt::format("sharded is not true or false: {}", show_json(*s)));
     d.capabilities.sharded = s->get<bool>();
   }
   if (const auto m = j.find("max_shards"); m != j.end()) {
     if (m->is_number_unsigned() &&
         m->get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
-      bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", detail::show_json(*m)));
+      bad(fmt::format("max_shards is {}, more than the largest, 2^31 - 1", show_json(*m)));
     const auto value = as_int64(*m);
     if (!value || *value < 1)
-      bad(fmt::format("max_shards is not a positive integer: {}", detail::show_json(*m)));
+      bad(fmt::format("max_shards is not a positive integer: {}", show_json(*m)));
     d.capabilities.max_shards = static_cast<int>(*value);
   }
   ArrayEncoding arrays = ArrayEncoding::base64;
@@ -539,8 +529,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       if (!binary_offered) bad("adapter chose binary arrays, which the suite did not offer");
       arrays = ArrayEncoding::binary;
     } else if (*a != "base64") {
-      bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"",
-                      detail::show_json(*a)));
+      bad(fmt::format("array_encoding is {}, expected \"base64\" or \"binary\"", show_json(*a)));
     }
   }
   if (const auto p = j.find("placement"); p != j.end()) {
@@ -552,7 +541,7 @@ Hello decode_hello_reply(std::string_view line, bool binary_offered) {
       bad(
           fmt::format("placement is {}, expected \"flat\", \"output_chunks\" or "
                       "\"input_chunks\"",
-                      detail::show_json(*p)));
+                      show_json(*p)));
     d.capabilities.placement = *rule;
   }
   if (const auto c = j.find("counter"); c != j.end()) d.counter = counter(*c);
@@ -580,7 +569,7 @@ std::size_t payload_size(std::string_view line, std::size_t limit) {
   if (p == j.end()) return 0;
   const auto bytes = as_int64(*p);
   if (!bytes || *bytes < 0)
-    bad(fmt::format("payload is not a non-negative integer: {}", detail::show_json(*p)));
+    bad(fmt::format("payload is not a non-negative integer: {}", show_json(*p)));
   if (static_cast<std::uint64_t>(*bytes) > limit) {
     bad(fmt::format("payload of {} bytes exceeds the limit of {} bytes", *bytes, limit));
   }
@@ -599,22 +588,20 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   const auto op_it = j.find("op");
   if (op_it == j.end())
     bad(fmt::format("answer has no op: '{}'", detail::printable(line, detail::quote_limit)));
-  if (!op_it->is_string())
-    bad(fmt::format("answer's op is not a string: {}", detail::show_json(*op_it)));
+  if (!op_it->is_string()) bad(fmt::format("answer's op is not a string: {}", show_json(*op_it)));
   const std::string& op = op_it->get_ref<const std::string&>();
   if (op != "result" && op != "error") {
-    bad(fmt::format("answer has op {}, expected \"result\" or \"error\"",
-                    detail::show_json(*op_it)));
+    bad(fmt::format("answer has op {}, expected \"result\" or \"error\"", show_json(*op_it)));
   }
 
   const auto id_it = j.find("id");
   if (id_it == j.end()) bad("answer has no id");
   if (as_int64(*id_it) != id) {
-    std::string what = fmt::format("answer has id {}, expected {}", detail::show_json(*id_it), id);
+    std::string what = fmt::format("answer has id {}, expected {}", show_json(*id_it), id);
     // The Python kit answers a message it could not parse with id null; say why.
     if (op == "error") {
       const auto m = j.find("message");
-      if (m != j.end()) what += fmt::format(" (error: {})", detail::show_json(*m));
+      if (m != j.end()) what += fmt::format(" (error: {})", show_json(*m));
     }
     bad(what);
   }
@@ -622,8 +609,7 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   if (op == "error") {
     const auto m = j.find("message");
     if (m == j.end()) bad("error answer has no message");
-    if (!m->is_string())
-      bad(fmt::format("error message is not a string: {}", detail::show_json(*m)));
+    if (!m->is_string()) bad(fmt::format("error message is not a string: {}", show_json(*m)));
     std::string message = m->get<std::string>();
     // A rejection is told apart from a result by its non-empty text.
     if (message.empty()) message = "(adapter rejected the case without a message)";
@@ -649,7 +635,7 @@ properties::StepOutcome decode_frame(std::string_view line, std::string_view pay
   if (promised.step_counter) {
     const json& s = required(j, "step", "step_counter");
     const auto value = as_int64(s);
-    if (!value) bad(fmt::format("step is not an integer: {}", detail::show_json(s)));
+    if (!value) bad(fmt::format("step is not an integer: {}", show_json(s)));
     r.step = *value;
   }
   if (promised.shard_layout) {

@@ -14,6 +14,7 @@ namespace sgdc::conformance::protocol {
 namespace {
 
 using json = nlohmann::json;
+using detail::show_json;
 
 [[noreturn]] void bad_field(const std::string& field, const std::string& why) {
   throw std::invalid_argument(fmt::format("recipe.{}: {}", field, why));
@@ -22,18 +23,18 @@ using json = nlohmann::json;
 // A number, read as the float32 nearest to it, as a framework reads a Python float into
 // a float32 step (0.0003 is the float32 0.000300000014).
 float nearest_float(const json& v, const std::string& field) {
-  if (!v.is_number()) bad_field(field, fmt::format("is not a number: {}", detail::show_json(v)));
+  if (!v.is_number()) bad_field(field, fmt::format("is not a number: {}", show_json(v)));
   const double d = v.get<double>();
   const auto f = static_cast<float>(d);
   if (!std::isfinite(d) || !std::isfinite(f))
-    bad_field(field, fmt::format("{} is not a finite float32", detail::show_json(v)));
+    bad_field(field, fmt::format("{} is not a finite float32", show_json(v)));
   return f;
 }
 
 // A fixed value or [lo, hi].
 properties::ValueRange value_range(const json& v, const std::string& field) {
   if (v.is_array()) {
-    if (v.size() != 2) bad_field(field, fmt::format("is not [lo, hi]: {}", detail::show_json(v)));
+    if (v.size() != 2) bad_field(field, fmt::format("is not [lo, hi]: {}", show_json(v)));
     return {nearest_float(v[0], field), nearest_float(v[1], field)};
   }
   const float f = nearest_float(v, field);
@@ -43,14 +44,12 @@ properties::ValueRange value_range(const json& v, const std::string& field) {
 }  // namespace
 
 properties::DeclaredRecipe decode_recipe(const json& j) {
-  if (!j.is_object())
-    throw std::invalid_argument("recipe is not an object: " + detail::show_json(j));
+  if (!j.is_object()) throw std::invalid_argument("recipe is not an object: " + show_json(j));
   properties::DeclaredRecipe r;
   for (const auto& [key, value] : j.items()) {
     if (key == "optimizers") {
       if (!value.is_array() || value.empty())
-        bad_field(key,
-                  fmt::format("is not a non-empty list of names: {}", detail::show_json(value)));
+        bad_field(key, fmt::format("is not a non-empty list of names: {}", show_json(value)));
       for (const json& name : value) {
         const auto kind = name.is_string()
                               ? reference::parse_optimizer_kind(name.get_ref<const std::string&>())
@@ -59,12 +58,11 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
           bad_field(key,
                     fmt::format("lists {}, expected \"sgd\", \"momentum\" or \"adam\" (AdamW is "
                                 "\"adam\" with adam.weight_decay [\"decoupled\"])",
-                                detail::show_json(name)));
+                                show_json(name)));
         r.optimizers.push_back(*kind);
       }
     } else if (key == "hyperparameters") {
-      if (!value.is_object())
-        bad_field(key, fmt::format("is not an object: {}", detail::show_json(value)));
+      if (!value.is_object()) bad_field(key, fmt::format("is not an object: {}", show_json(value)));
       for (const auto& [name, v] : value.items()) {
         std::size_t i = 0;
         while (i < reference::hyperparameters.size() && name != reference::hyperparameters[i].name)
@@ -78,8 +76,7 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
         r.ranges[i] = value_range(v, name);
       }
     } else if (key == "bias_group") {
-      if (!value.is_object())
-        bad_field(key, fmt::format("is not an object: {}", detail::show_json(value)));
+      if (!value.is_object()) bad_field(key, fmt::format("is not an object: {}", show_json(value)));
       properties::DeclaredGroup g;
       for (const auto& [name, v] : value.items()) {
         const std::string field = "bias_group." + name;
@@ -92,8 +89,7 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
       }
       r.bias_group = g;
     } else if (key == "clipping") {
-      if (!value.is_object())
-        bad_field(key, fmt::format("is not an object: {}", detail::show_json(value)));
+      if (!value.is_object()) bad_field(key, fmt::format("is not an object: {}", show_json(value)));
       if (!value.contains("max_norm"))
         bad_field("clipping.max_norm", "is missing (a value, or [lo, hi])");
       if (!value.contains("eps"))
@@ -111,7 +107,7 @@ properties::DeclaredRecipe decode_recipe(const json& j) {
       r.clipping = clip;
     } else if (key == "even_batches") {
       if (!value.is_boolean())
-        bad_field(key, fmt::format("is not true or false: {}", detail::show_json(value)));
+        bad_field(key, fmt::format("is not true or false: {}", show_json(value)));
       r.even_batches = value.get<bool>();
     } else {
       bad_field(
