@@ -8,10 +8,12 @@ explicit collectives, so that every step of the algorithm is visible and any eng
 of one's own can be tested the same way. PyTorch's own FSDP2 (`fully_shard`) is tested
 by torch_fsdp2_step.py.
 
-Processes: this process speaks the protocol and coordinates; it starts MAX_SHARDS (8)
+Processes: this process speaks the protocol and coordinates, without torch (NumPy
+alone: it splits the case and puts the answers together); it starts MAX_SHARDS (8)
 gloo worker processes on 127.0.0.1 only (TCP rendezvous on a free loopback port,
 GLOO_SOCKET_IFNAME=lo), forked by a forkserver that has imported torch (seconds, where
-a fresh interpreter per worker took half a minute on two cores): one world of 8 ranks,
+a fresh interpreter per worker took half a minute on two cores; the workers import this
+file, and only they import torch, once, in the forkserver): one world of 8 ranks,
 and one process group per shard count S = 1..8 made of ranks 0..S-1. A case with
 num_shards = S runs on that group; the other ranks wait. The groups live as long as
 the adapter, so a change of S costs nothing (re-creating a world for every change would
@@ -56,6 +58,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import datetime
+import importlib.metadata
 import multiprocessing
 import os
 import signal
@@ -66,7 +69,10 @@ from typing import Any
 
 import sgdc_adapter
 
-np, torch, dist = sgdc_adapter.require("numpy", "torch", "torch.distributed")
+np, = sgdc_adapter.require("numpy")
+if __name__ != "__main__":  # only the workers (which import this file) run torch
+    import torch
+    import torch.distributed as dist
 
 MAX_SHARDS = 8
 COLLECTIVE_TIMEOUT_S = 60
@@ -148,6 +154,9 @@ def _worker_step(rank: int, groups: dict[int, Any], job: dict[str, Any]) -> dict
 def worker_main(rank: int, world: int, port: int, conn: Connection) -> None:
     """A gloo rank: joins the world, makes the per-S groups, then runs jobs until told to stop."""
     _die_with_parent()
+    if not dist.is_available() or not dist.is_gloo_available():
+        conn.send(f"torch {torch.__version__} has no torch.distributed with gloo")
+        return
     torch.set_num_threads(1)  # one thread: the same summation order on every run
     timeout = datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
@@ -218,8 +227,9 @@ class Workers:
                 self.start()
             if not self.ready:
                 for rank in range(self.world):
-                    if self._receive(rank, STARTUP_TIMEOUT_S) != "ready":
-                        raise RuntimeError(f"rank {rank} failed to start")
+                    answer = self._receive(rank, STARTUP_TIMEOUT_S)
+                    if answer != "ready":
+                        raise RuntimeError(f"rank {rank} failed to start: {answer}")
                 self.ready = True
             for rank, job in enumerate(jobs):
                 self.conns[rank].send(job)
@@ -281,8 +291,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mutant", choices=MUTANTS, help="inject one sharding bug")
     mutant = parser.parse_args().mutant
-    if not dist.is_available() or not dist.is_gloo_available():
-        sgdc_adapter.skip("torch.distributed with gloo is not available")
+    # torch's version from its metadata: importing it here would cost this process a
+    # second of CPU that only the workers need (they say when gloo is missing).
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        sgdc_adapter.skip("torch is not installed")
     sgdc_adapter.reserve_stdout()  # before the workers start: they must not inherit it
     workers = Workers()
     atexit.register(workers.stop)
@@ -292,7 +306,7 @@ def main() -> None:
     sgdc_adapter.serve(
         lambda case: step(case, workers, mutant),
         name="torch-distributed" if mutant is None else f"torch-distributed-mutant-{mutant}",
-        version=torch.__version__,
+        version=version,
         capabilities=("grads", "shard_layout"),
         subnormals="ieee",
         sharded=True,

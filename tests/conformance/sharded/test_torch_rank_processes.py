@@ -1,6 +1,6 @@
 """The adapters with gloo rank processes (torch_distributed_step.py, torch_fsdp2_step.py)
 leave no process behind, however they end: at end of input, on SIGTERM, and when
-killed outright; and the FSDP2 adapter's serving process never loads torch.
+killed outright; and neither adapter's serving process loads torch.
 
     conformance/python/run-adapter tests/conformance/sharded/test_torch_rank_processes.py
 
@@ -66,9 +66,6 @@ def alive(pid: int) -> bool:
 
 class DistributedProcesses(unittest.TestCase):
     adapter = "torch_distributed_step.py"
-    # Whether the serving process (the coordinator) does without torch, leaving its
-    # seconds of CPU per start to the forkserver that forks the ranks.
-    torch_free_coordinator = False
 
     def start(self) -> tuple[subprocess.Popen[str], list[int]]:
         # A temporary directory of the test's own for the adapter's: what a killed
@@ -86,10 +83,11 @@ class DistributedProcesses(unittest.TestCase):
         self.assertEqual(result["kernel"], "AAAAPw==")  # W' = 0.5, as in the spec
         workers = descendants(p.pid)
         self.assertGreaterEqual(len(workers), 8)  # the 8 ranks and the forkserver
-        if self.torch_free_coordinator:
-            with open(f"/proc/{p.pid}/maps") as f:
-                loaded = sorted({line.split()[-1] for line in f if "libtorch" in line})
-            self.assertEqual(loaded, [], "the coordinator loaded torch")
+        # The serving process (the coordinator) does without torch, leaving its seconds
+        # of CPU per start to the forkserver that forks the ranks.
+        with open(f"/proc/{p.pid}/maps") as f:
+            loaded = sorted({line.split()[-1] for line in f if "libtorch" in line})
+        self.assertEqual(loaded, [], "the coordinator loaded torch")
         return p, workers
 
     def assert_gone(self, workers: list[int]) -> None:
@@ -120,7 +118,6 @@ class DistributedProcesses(unittest.TestCase):
 @unittest.skipIf(TORCH < (2, 13), f"torch {TORCH_VERSION} is older than 2.13 (FSDP2 on CPU)")
 class Fsdp2Processes(DistributedProcesses):
     adapter = "torch_fsdp2_step.py"
-    torch_free_coordinator = True
 
 
 if __name__ == "__main__":
