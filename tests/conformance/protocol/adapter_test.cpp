@@ -14,6 +14,7 @@
 
 #include "process_helpers.hpp"
 #include "support/float_bits.hpp"
+#include "support/temp_path.hpp"
 
 namespace sgdc::conformance::protocol {
 namespace {
@@ -37,6 +38,7 @@ reference::Case two_by_two() {
 }
 
 using test_support::float_bits;
+using test_support::TempPath;
 
 // `run` throws an exception of type E whose message contains every one of `needles`;
 // returns the message.

@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -64,25 +63,5 @@ inline pid_t read_pid_file(const std::string& path, std::chrono::milliseconds ti
     std::this_thread::sleep_for(10ms);
   }
 }
-
-/// A fresh path for a temporary file, removed when the object goes.
-class TempPath {
- public:
-  explicit TempPath(const std::string& stem)
-      : path_("/tmp/sgdc-" + stem + "-" + std::to_string(::getpid()) + "-" +
-              std::to_string(counter()++)) {}
-  ~TempPath() {
-    std::remove(path_.c_str());
-    std::remove((path_ + ".tmp").c_str());
-  }
-  const std::string& str() const { return path_; }
-
- private:
-  static int& counter() {
-    static int n = 0;
-    return n;
-  }
-  std::string path_;
-};
 
 }  // namespace sgdc::conformance::protocol::testing

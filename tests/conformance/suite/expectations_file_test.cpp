@@ -1,14 +1,12 @@
 // The skips/xfails file: parsing, its errors, and how it changes verdicts.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-#include <cstdio>
-
 #include <fstream>
 
 #include "sgdc/conformance/builtin/catalogue.hpp"
 #include "sgdc/conformance/expectations_file.hpp"
 #include "sgdc/conformance/suite.hpp"
+#include "support/temp_path.hpp"
 
 namespace sgdc::conformance {
 namespace {
@@ -16,16 +14,9 @@ namespace {
 // Reads `text` as an expectations file from a temporary file, which is removed again
 // whether the reading succeeds or throws.
 std::vector<ExpectedDeviation> read_text(const std::string& text) {
-  char name[] = "/tmp/sgdc-xfails-XXXXXX";
-  const int fd = mkstemp(name);
-  EXPECT_GE(fd, 0);
-  close(fd);
-  std::ofstream(name) << text;
-  struct Remove {
-    const char* path;
-    ~Remove() { std::remove(path); }
-  } const remove{name};
-  return read_expectations_file(name);
+  const test_support::TempPath file("xfails");
+  std::ofstream(file.str()) << text;
+  return read_expectations_file(file.str());
 }
 
 std::string error_of(const std::string& text) {
