@@ -109,10 +109,15 @@ with tempfile.TemporaryDirectory() as tmp:
 # The four runs wait out their timeouts side by side; pid files in this run's own
 # directory, removed with it at the end.
 HANGS = ["hang", "hang_ignore_term", "hang_no_read", "hang_grandchild"]
+
+
+def pid_file_of(mode):
+    return os.path.join(_own_dir, f"{mode}.pid")
+
+
 with ThreadPoolExecutor(len(HANGS)) as pool:
     hung = dict(zip(HANGS, pool.map(
-        lambda mode: run(mode, "--timeout", "1", pid_file=os.path.join(_own_dir, f"{mode}.pid")),
-        HANGS)))
+        lambda mode: run(mode, "--timeout", "1", pid_file=pid_file_of(mode)), HANGS)))
 for mode in HANGS[:3]:
     p, t, data = hung[mode]
     check(f"{mode}: exit 1", p.returncode == 1, f"exit {p.returncode}: {p.stdout[-500:]}")
@@ -120,7 +125,7 @@ for mode in HANGS[:3]:
     check(f"{mode}: fault reported", "FAULT" in p.stdout, p.stdout[-500:])
 
 p, t, _ = hung["hang_grandchild"]
-pid_file = os.path.join(_own_dir, "hang_grandchild.pid")
+pid_file = pid_file_of("hang_grandchild")
 grandchild = int(open(pid_file).read()) if os.path.exists(pid_file) else None
 check("hang_grandchild: exit 1", p.returncode == 1, f"exit {p.returncode}")
 check("hang_grandchild: grandchild stopped", grandchild is not None and not alive(grandchild),
