@@ -13,17 +13,20 @@
 namespace sgdc::bench {
 namespace {
 
+namespace builtin = conformance::builtin;
+using properties::Property;
+
 void BM_PropertyCases(benchmark::State& state) {
-  const std::unique_ptr<Implementation> impl = builtin::make(builtin::find("float32"));
+  const std::unique_ptr<properties::Implementation> impl = builtin::make(builtin::find("float32"));
   std::int64_t cases = 0;
   std::uint64_t seed = 1;
   for (auto _ : state) {
-    for (const Property& p : properties()) {
+    for (const Property& p : properties::all_properties()) {
       if (!p.applies(impl->declaration())) continue;
-      RunOptions options;
+      properties::RunOptions options;
       options.cases = 100;
       options.seed = seed;
-      const PropertyReport r = run_property(p, *impl, options);
+      const properties::PropertyReport r = properties::run_property(p, *impl, options);
       if (!r.passed) state.SkipWithError("a property failed");
       cases += r.cases + r.discarded;
     }

@@ -7,8 +7,8 @@
 // benchmarks keep 8 cases in flight, as a conformance run does: round_trip_us is then
 // the time per case of the stream.
 //
-// SGDC_BENCH_PYTHON names the interpreter (default /usr/bin/python3, which has
-// Debian's NumPy).
+// SGDC_BENCH_PYTHON names the interpreter (default the project's .venv/bin/python, which
+// scripts/install-deps.sh makes, with NumPy and the adapter kit).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -23,9 +23,12 @@
 namespace sgdc::bench {
 namespace {
 
+namespace protocol = conformance::protocol;
+using properties::StepOutcome;
+
 std::string adapter_command(bool null) {
   const char* python = std::getenv("SGDC_BENCH_PYTHON");
-  return std::string(python != nullptr ? python : "/usr/bin/python3") +
+  return std::string(python != nullptr ? python : SGDC_SOURCE_DIR "/.venv/bin/python") +
          " " SGDC_SOURCE_DIR "/bench/timed_adapter.py" + (null ? " --null" : "");
 }
 
@@ -41,22 +44,24 @@ bool step_seconds(const std::string& stderr_tail, double& seconds, double& cases
 
 // Arrays as raw payload bytes (the binary extension, what the suite negotiates) or as
 // base64 inside the JSON line (protocol v1 as published).
-// With `ahead` > 1, cases go as the runner sends them: before each step, a hint of the
-// next `ahead` cases (Implementation::prefetch), so that up to `ahead` are in flight.
+// With `ahead` > 1, cases go as the runner sends them: `ahead` at a time through
+// step_batch, sent before their answers are read (AdapterOptions::window), so that up to
+// `ahead` are in flight.
 void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool null,
                  int ahead = 1) {
   const int s = static_cast<int>(state.range(0));
   const Case c = random_case(s, s, s);
-  protocol::ProtocolAdapter adapter(adapter_command(null), 60.0, 60.0, {}, arrays, ahead);
+  protocol::AdapterOptions options;
+  options.offer = arrays;
+  options.window = ahead;
+  protocol::ProtocolAdapter adapter(adapter_command(null), options);
   if (adapter.array_encoding() != arrays) state.SkipWithError("the adapter chose another encoding");
-  if (adapter.prefetch_window() != ahead)
-    state.SkipWithError("the adapter takes fewer cases ahead");
-  const std::vector<Case> plan(static_cast<std::size_t>(ahead), c);
+  if (adapter.max_in_flight() < ahead) state.SkipWithError("the adapter takes fewer cases ahead");
+  const std::vector<Case> batch(static_cast<std::size_t>(ahead), c);
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    if (ahead > 1) adapter.prefetch(plan);
-    const StepOutcome o = adapter.step(c);
-    if (!o.result) state.SkipWithError("the adapter rejected the case");
+    for (const StepOutcome& o : adapter.step_batch(batch))
+      if (!o.result) state.SkipWithError("the adapter rejected the case");
   }
   const std::chrono::duration<double> wall = std::chrono::steady_clock::now() - start;
   adapter.close();
@@ -65,7 +70,8 @@ void round_trips(benchmark::State& state, protocol::ArrayEncoding arrays, bool n
     state.SkipWithError("the adapter did not report its step time");
     return;
   }
-  const double round_trip = wall.count() / static_cast<double>(state.iterations());
+  const double round_trip =
+      wall.count() / (static_cast<double>(state.iterations()) * static_cast<double>(ahead));
   const double step = seconds / cases;
   state.counters["round_trip_us"] = round_trip * 1e6;
   state.counters["step_us"] = step * 1e6;
