@@ -471,6 +471,18 @@ rc::Shrinkable<reference::Case> shrinkable(const CaseSpace& space, reference::Ca
   });
 }
 
+// A weight decay in one case of two where the implementation takes one, 10^-5 to 10^-1,
+// coupled or decoupled (one of the two, at even odds, where it takes both); every
+// optimizer draws it last, the same way.
+void draw_decay(Rng& rng, bool coupled, bool decoupled, reference::Optimizer& o) {
+  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
+  if ((coupled || decoupled) && one_in(2)) {
+    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
+    o.decay = coupled && (!decoupled || one_in(2)) ? reference::Optimizer::Decay::coupled
+                                                   : reference::Optimizer::Decay::decoupled;
+  }
+}
+
 }  // namespace
 
 std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
@@ -513,12 +525,7 @@ reference::Optimizer draw_momentum(Rng& rng, const MomentumSupport& support) {
     o.nesterov = true;
     o.dampening = 0.0f;  // Nesterov momentum is defined without dampening
   }
-  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
-    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
-    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
-                  ? reference::Optimizer::Decay::coupled
-                  : reference::Optimizer::Decay::decoupled;
-  }
+  draw_decay(rng, support.coupled_decay, support.decoupled_decay, o);
   return o;
 }
 
@@ -536,12 +543,7 @@ reference::Optimizer draw_adam(Rng& rng, const AdamSupport& support) {
   o.b2 = one_in(4) ? 0.999f : static_cast<float>(1.0 - log_uniform(1e-4, 0.1));
   o.eps = one_in(3) ? 1e-8f : static_cast<float>(log_uniform(1e-12, 1e-2));
   if (support.eps_root && one_in(2)) o.eps_root = static_cast<float>(log_uniform(1e-16, 1e-4));
-  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
-    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
-    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
-                  ? reference::Optimizer::Decay::coupled
-                  : reference::Optimizer::Decay::decoupled;
-  }
+  draw_decay(rng, support.coupled_decay, support.decoupled_decay, o);
   return o;
 }
 
@@ -559,12 +561,7 @@ reference::Optimizer draw_adagrad(Rng& rng, const AdagradSupport& support) {
   // torch's default initial value 0, optax's 0.1.
   if (!one_in(3))
     o.initial_accumulator_value = one_in(2) ? 0.1f : static_cast<float>(log_uniform(1e-6, 1.0));
-  if ((support.coupled_decay || support.decoupled_decay) && one_in(2)) {
-    o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
-    o.decay = support.coupled_decay && (!support.decoupled_decay || one_in(2))
-                  ? reference::Optimizer::Decay::coupled
-                  : reference::Optimizer::Decay::decoupled;
-  }
+  draw_decay(rng, support.coupled_decay, support.decoupled_decay, o);
   return o;
 }
 
