@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "random_draws.hpp"
 #include "sgdc/properties/implementation.hpp"
 
 namespace sgdc::properties {
@@ -236,9 +237,7 @@ void scale_residuals(reference::Case& c, double factor) {
     }
 }
 
-double log_uniform(std::mt19937_64& rng, double lo, double hi) {
-  return std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng));
-}
+using detail::log_uniform;
 }  // namespace
 
 void draw_clipping(std::mt19937_64& rng, const DeclaredClipping& clipping, reference::Case& c) {

@@ -10,6 +10,7 @@
 #include <tuple>
 #include <utility>
 
+#include "random_draws.hpp"
 #include "sgdc/reference/float32.hpp"
 #include "sgdc/reference/hyperparameters.hpp"
 
@@ -19,9 +20,9 @@ namespace {
 
 using Rng = std::mt19937_64;
 
-double uniform(Rng& rng, double lo, double hi) {
-  return std::uniform_real_distribution<double>(lo, hi)(rng);
-}
+using detail::log_uniform;
+using detail::one_in;
+using detail::uniform;
 
 float draw_value(Rng& rng, Spread spread) {
   if (std::uniform_int_distribution<int>(0, 15)(rng) == 0) return 0.0f;
@@ -475,11 +476,10 @@ rc::Shrinkable<reference::Case> shrinkable(const CaseSpace& space, reference::Ca
 // coupled or decoupled (one of the two, at even odds, where it takes both); every
 // optimizer draws it last, the same way.
 void draw_decay(Rng& rng, bool coupled, bool decoupled, reference::Optimizer& o) {
-  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
-  if ((coupled || decoupled) && one_in(2)) {
+  if ((coupled || decoupled) && one_in(rng, 2)) {
     o.weight_decay = static_cast<float>(std::pow(10.0, uniform(rng, -5.0, -1.0)));
-    o.decay = coupled && (!decoupled || one_in(2)) ? reference::Optimizer::Decay::coupled
-                                                   : reference::Optimizer::Decay::decoupled;
+    o.decay = coupled && (!decoupled || one_in(rng, 2)) ? reference::Optimizer::Decay::coupled
+                                                        : reference::Optimizer::Decay::decoupled;
   }
 }
 
@@ -510,18 +510,17 @@ std::int64_t draw_step(Rng& rng, const reference::Counter& counter) {
 }
 
 reference::Optimizer draw_momentum(Rng& rng, const MomentumSupport& support) {
-  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
   reference::Optimizer o;
   o.kind = reference::Optimizer::Kind::momentum;
-  if (one_in(4))
+  if (one_in(rng, 4))
     o.momentum = 0.9f;
-  else if (!one_in(7))
-    o.momentum = static_cast<float>(1.0 - std::exp(uniform(rng, std::log(0.001), std::log(0.5))));
-  if (support.dampening && !one_in(2)) {
+  else if (!one_in(rng, 7))
+    o.momentum = static_cast<float>(1.0 - log_uniform(rng, 0.001, 0.5));
+  if (support.dampening && !one_in(rng, 2)) {
     static constexpr float dampenings[] = {0.1f, 0.5f, 0.9f};
     o.dampening = dampenings[std::uniform_int_distribution<int>(0, 2)(rng)];
   }
-  if (support.nesterov && o.momentum > 0.0f && one_in(2)) {
+  if (support.nesterov && o.momentum > 0.0f && one_in(rng, 2)) {
     o.nesterov = true;
     o.dampening = 0.0f;  // Nesterov momentum is defined without dampening
   }
@@ -530,37 +529,31 @@ reference::Optimizer draw_momentum(Rng& rng, const MomentumSupport& support) {
 }
 
 reference::Optimizer draw_adam(Rng& rng, const AdamSupport& support) {
-  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
-  auto log_uniform = [&](double lo, double hi) {
-    return std::exp(uniform(rng, std::log(lo), std::log(hi)));
-  };
   reference::Optimizer o;
   o.kind = reference::Optimizer::Kind::adam;
-  if (one_in(4))
+  if (one_in(rng, 4))
     o.b1 = 0.9f;
-  else if (!one_in(7))
-    o.b1 = static_cast<float>(1.0 - log_uniform(0.001, 0.5));
-  o.b2 = one_in(4) ? 0.999f : static_cast<float>(1.0 - log_uniform(1e-4, 0.1));
-  o.eps = one_in(3) ? 1e-8f : static_cast<float>(log_uniform(1e-12, 1e-2));
-  if (support.eps_root && one_in(2)) o.eps_root = static_cast<float>(log_uniform(1e-16, 1e-4));
+  else if (!one_in(rng, 7))
+    o.b1 = static_cast<float>(1.0 - log_uniform(rng, 0.001, 0.5));
+  o.b2 = one_in(rng, 4) ? 0.999f : static_cast<float>(1.0 - log_uniform(rng, 1e-4, 0.1));
+  o.eps = one_in(rng, 3) ? 1e-8f : static_cast<float>(log_uniform(rng, 1e-12, 1e-2));
+  if (support.eps_root && one_in(rng, 2))
+    o.eps_root = static_cast<float>(log_uniform(rng, 1e-16, 1e-4));
   draw_decay(rng, support.coupled_decay, support.decoupled_decay, o);
   return o;
 }
 
 reference::Optimizer draw_adagrad(Rng& rng, const AdagradSupport& support) {
-  auto one_in = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng) == 0; };
-  auto log_uniform = [&](double lo, double hi) {
-    return std::exp(uniform(rng, std::log(lo), std::log(hi)));
-  };
   reference::Optimizer o;
   o.kind = reference::Optimizer::Kind::adagrad;
   // torch's default eps outside the root, 1e-10; optax's inside, 1e-7.
-  const float eps = one_in(3) ? (support.eps_root ? 1e-7f : 1e-10f)
-                              : static_cast<float>(log_uniform(1e-12, 1e-2));
+  const float eps = one_in(rng, 3) ? (support.eps_root ? 1e-7f : 1e-10f)
+                                   : static_cast<float>(log_uniform(rng, 1e-12, 1e-2));
   (support.eps_root ? o.eps_root : o.eps) = eps;
   // torch's default initial value 0, optax's 0.1.
-  if (!one_in(3))
-    o.initial_accumulator_value = one_in(2) ? 0.1f : static_cast<float>(log_uniform(1e-6, 1.0));
+  if (!one_in(rng, 3))
+    o.initial_accumulator_value =
+        one_in(rng, 2) ? 0.1f : static_cast<float>(log_uniform(rng, 1e-6, 1.0));
   draw_decay(rng, support.coupled_decay, support.decoupled_decay, o);
   return o;
 }
