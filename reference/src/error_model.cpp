@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "format_rounding.hpp"
 #include "sgdc/reference/float32.hpp"
 
 namespace sgdc::reference {
@@ -22,49 +23,15 @@ constexpr NamedFormat named_formats[] = {{"float32", formats::float32},
                                          {"tf32", formats::tf32},
                                          {"bfloat16", formats::bfloat16},
                                          {"float16", formats::float16}};
-
-// 2^e for -1022 <= e <= 1023, from its bits.
-double power_of_two(int e) {
-  return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
-}
 }  // namespace
 
 double Format::unit_roundoff() const { return std::ldexp(1.0, -(fraction_bits + 1)); }
 
-double Format::max_finite() const {
-  // From the bits where the powers are normal doubles (every format the bounds cover):
-  // round_to_format asks for it on every call.
-  if (fraction_bits >= 0 && fraction_bits <= 1022 && max_exponent >= -1022 && max_exponent <= 1023)
-    return (2.0 - power_of_two(-fraction_bits)) * power_of_two(max_exponent);
-  return (2.0 - std::ldexp(1.0, -fraction_bits)) * std::ldexp(1.0, max_exponent);
-}
+double Format::max_finite() const { return detail::largest_finite(*this); }
 
 double Format::min_subnormal() const { return std::ldexp(1.0, min_exponent - fraction_bits); }
 
-double round_to_format(double v, const Format& f) {
-  if (!std::isfinite(v) || v == 0.0) return v;
-  const int biased = static_cast<int>((std::bit_cast<std::uint64_t>(v) >> 52) & 0x7ff);
-  // A double below 2^-1022 lies far below half any format's smallest subnormal.
-  if (biased == 0) return std::copysign(0.0, v);
-  // The bits of the double's 52-bit fraction below the format's last place (more where
-  // v lies below its smallest normal): rounded off in the bits, to nearest, ties to even.
-  // A carry out of the fraction steps the exponent up, which is the rounded value too.
-  // (At 52 the last place kept would be the implicit bit, which the bits do not hold.)
-  const int drop = 52 - f.fraction_bits + std::max(0, f.min_exponent - (biased - 1023));
-  if (drop >= 1 && drop <= 51) {
-    const std::uint64_t magnitude = std::bit_cast<std::uint64_t>(v) & ~(std::uint64_t{1} << 63);
-    const std::uint64_t last = (magnitude >> drop) & 1;
-    const std::uint64_t below = (std::uint64_t{1} << drop) - 1;
-    const double r = std::bit_cast<double>((magnitude + (below >> 1) + last) & ~below);
-    return std::copysign(r > f.max_finite() ? std::numeric_limits<double>::infinity() : r, v);
-  }
-  const int exponent = std::max(biased - 1023, f.min_exponent);
-  // Scaling by a power of two is exact; nearbyint rounds to nearest, ties to even.
-  const double r = std::nearbyint(v * power_of_two(f.fraction_bits - exponent)) *
-                   power_of_two(exponent - f.fraction_bits);
-  return std::abs(r) > f.max_finite() ? std::copysign(std::numeric_limits<double>::infinity(), v)
-                                      : r;
-}
+double round_to_format(double v, const Format& f) { return detail::rounded_to_format(v, f); }
 
 bool Format::narrower_than_float32() const { return !(*this == formats::float32); }
 

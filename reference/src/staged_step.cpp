@@ -6,6 +6,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "format_rounding.hpp"
 #include "parallel_for.hpp"
 #include "sgdc/reference/error_bound.hpp"
 #include "sgdc/reference/float32.hpp"
@@ -37,7 +38,7 @@ Interval widen(double lo, double hi, double e) { return {down(lo - e), up(hi + e
 
 // Rounding to nearest is monotone: every value of `v` rounds into [round(lo), round(hi)].
 Interval round_in(const Interval& v, const Format& f) {
-  return {round_to_format(v.lo, f), round_to_format(v.hi, f)};
+  return {detail::rounded_to_format(v.lo, f), detail::rounded_to_format(v.hi, f)};
 }
 
 // A sum of `terms` intervals accumulated in some order in a format of unit roundoff `u`
@@ -111,7 +112,7 @@ StagedGradients staged_gradients(const Case& c, const ErrorModel& model) {
   const double u = model.u, eta = 0x1p-150;
   auto cast = [&](const std::vector<float>& v) {
     std::vector<double> out(v.size());
-    for (std::size_t i = 0; i < v.size(); ++i) out[i] = round_to_format(v[i], param);
+    for (std::size_t i = 0; i < v.size(); ++i) out[i] = detail::rounded_to_format(v[i], param);
     return out;
   };
   const std::vector<double> x = cast(c.x), w = cast(c.kernel), b = cast(c.bias);
