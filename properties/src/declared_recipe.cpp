@@ -238,11 +238,12 @@ void scale_residuals(reference::Case& c, double factor) {
 }
 
 using detail::log_uniform;
+using detail::one_in;
 }  // namespace
 
 void draw_clipping(std::mt19937_64& rng, const DeclaredClipping& clipping, reference::Case& c) {
   double norm = gradient_norm(c);
-  if (std::uniform_int_distribution<int>(0, 3)(rng) == 0 && norm > 0.0 && std::isfinite(norm)) {
+  if (one_in(rng, 4) && norm > 0.0 && std::isfinite(norm)) {
     scale_residuals(c, log_uniform(rng, 1e-6, 1e-3) / norm);
     norm = gradient_norm(c);
   }

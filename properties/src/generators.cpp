@@ -25,7 +25,7 @@ using detail::one_in;
 using detail::uniform;
 
 float draw_value(Rng& rng, Spread spread) {
-  if (std::uniform_int_distribution<int>(0, 15)(rng) == 0) return 0.0f;
+  if (one_in(rng, 16)) return 0.0f;
   const double sign = (rng() & 1u) ? -1.0 : 1.0;
   switch (spread) {
     case Spread::unit:
@@ -182,8 +182,8 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
     // Adagrad: a sum of squares of values like the parameters' in three cases of four
     // (tiny in one of those, where eps dominates), else its first step.
     c.optimizer = draw_adagrad(rng, *space.adagrad);
-    if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
-      const float scale = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? 1e-20f : 1.0f;
+    if (!one_in(rng, 4)) {
+      const float scale = one_in(rng, 4) ? 1e-20f : 1.0f;
       for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias}) {
         v->resize(v == &c.second_moment_kernel ? c.kernel.size() : c.bias.size());
         for (float& f : *v) {
@@ -196,13 +196,13 @@ reference::Case draw_case(Rng& rng, const CaseSpace& space, const CaseProfile& p
   } else if (kind != Kind::sgd) {
     const bool adam = kind == Kind::adam;
     c.optimizer = adam ? draw_adam(rng, *space.adam) : draw_momentum(rng, *space.momentum);
-    if (std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+    if (!one_in(rng, 4)) {
       for (auto* v : {&c.momentum_kernel, &c.momentum_bias}) {
         v->resize(v == &c.momentum_kernel ? c.kernel.size() : c.bias.size());
         for (float& f : *v) f = draw_value(rng, p.spread);
       }
       if (adam) {
-        const float scale = std::uniform_int_distribution<int>(0, 3)(rng) == 0 ? 1e-20f : 1.0f;
+        const float scale = one_in(rng, 4) ? 1e-20f : 1.0f;
         for (auto* v : {&c.second_moment_kernel, &c.second_moment_bias}) {
           v->resize(v == &c.second_moment_kernel ? c.kernel.size() : c.bias.size());
           for (float& f : *v) {
@@ -573,7 +573,7 @@ rc::Gen<reference::Case> any_case(const CaseSpace& space, int max_dim) {
     CaseProfile p;
     p.max_dim = max_dim;
     p.spread = static_cast<Spread>(std::uniform_int_distribution<int>(0, 2)(rng));
-    p.cancellation = std::uniform_int_distribution<int>(0, 3)(rng) == 0;
+    p.cancellation = one_in(rng, 4);
     return shrinkable(space, draw_case(rng, space, p, size));
   });
 }
