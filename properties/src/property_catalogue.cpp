@@ -11,6 +11,7 @@
 #include "sgdc/properties/generators.hpp"
 #include "sgdc/properties/property.hpp"
 #include "sgdc/properties/sharding/placement.hpp"
+#include "sgdc/reference/check.hpp"
 #include "sgdc/reference/float32.hpp"
 #include "stage_suspects.hpp"
 
@@ -480,9 +481,10 @@ bool involves_subnormal(const Mismatch& m) {
 Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                          Observations& obs) {
   if (!out[0].result) {
-    // Rejecting NaN/inf input is a valid policy.
-    if (reference::has_nonfinite_input(c)) return Judgement::pass();
-    return Judgement::fail("rejected a case with finite inputs: " + out[0].rejection);
+    // Rejecting NaN/inf input is a valid policy, and so is trapping a possible overflow.
+    if (reference::refusal_allowed(c, ctx.expect(c))) return Judgement::pass();
+    return Judgement::fail("rejected a case with finite inputs that cannot overflow: " +
+                           out[0].rejection);
   }
   const Checked r = checked(ctx, c, out[0]);
   if (!r.result) return Judgement::fail(r.failure);

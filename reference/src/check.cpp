@@ -43,4 +43,12 @@ ElementCheck check_element(float actual, const Expected& e) {
   return out;
 }
 
+bool refusal_allowed(const Case& c, const Expectation& e) {
+  if (has_nonfinite_input(c)) return true;
+  for (Output o : all_outputs)
+    for (const Expected& x : e[o])
+      if (x.may_overflow) return true;
+  return false;
+}
+
 }  // namespace sgdc::reference

@@ -86,6 +86,12 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
   // sqrt(eps_root): eps_root read and added to v' >= 0, the root within five roundings.
   const double root_floor =
       std::sqrt(std::max(static_cast<double>(eps_root) * (1.0 - u) - eta, 0.0)) * (1.0 - g5) - eta;
+  // (D3) torch forms its scalars in double and converts them to the parameters' format as
+  // it applies them: Adam's step size lr / bc1 (addcdiv's value) and AdamW's 1 - lr wd
+  // (mul_'s). Past the largest finite value the scalar is +-inf, or the conversion raises,
+  // and p' may be NaN even where m' = 0 (inf 0).
+  const bool scalar_over = !adagrad && (over(lr / bc1 * (1.0 + g4)) ||
+                                        (decoupled && over((1.0 + lr * wd) * (1.0 + g4))));
 
   auto run = [&](const std::vector<float>& params, const std::vector<float>& m_before,
                  const std::vector<float>& v_before, const std::vector<double>& g,
@@ -152,8 +158,11 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       // (A8) the update, as (O4) with a for the direction.
       // (A8) torch's addcdiv forms lr m' before dividing by D: that product's underflow,
       // eta, divided by D.
+      // Adam's step size lr / bc1, converted to float32 as addcdiv's scalar, may be
+      // subnormal (lr near the smallest float32): its absolute error eta, times m' / D.
+      const double e_step_size = adagrad ? 0.0 : (1.0 + g4) * eta * (m_new[i] + e_m) / den_low;
       const double e_p = update_bound(decoupled, p, p_new[i], a, e_a, lr, wd, u, eta, tau) +
-                         (1.0 + g4) * eta / den_low;
+                         (1.0 + g4) * eta / den_low + e_step_size;
       m_out[i].bound = e_m * evaluation_slack;
       v_out[i].bound = e_v * evaluation_slack;
       const bool read_over = inputs_over || p > omega || m > omega || v > omega;
@@ -173,7 +182,7 @@ void apply_adam_bounds(const Case& c, const ExactMagnitudes& exact, const Operat
       from_grad[i] = p_out[i].bound;
       // torch's addcdiv(m, den, value=-lr) multiplies before it divides: lr m' (lr / bc1
       // times m' for Adam) is an intermediate too.
-      p_out[i].may_overflow = m_out[i].may_overflow || v_out[i].may_overflow ||
+      p_out[i].may_overflow = scalar_over || m_out[i].may_overflow || v_out[i].may_overflow ||
                               over((mh + e_mh) * (1.0 + g4)) || over((vh + e_vh) * (1.0 + g4)) ||
                               over((a + e_a) * (1.0 + u)) || over(lr * (mh + e_mh) * (1.0 + g4)) ||
                               over((p + tau + lr * (a + e_a) + lr * wd * p) * (1.0 + g4));

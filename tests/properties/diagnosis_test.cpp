@@ -547,6 +547,40 @@ TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
   EXPECT_TRUE(contains(j.message, "the declared policy (subnormals: ieee)")) << j.message;
 }
 
+// A refusal passes where an overflow may trap (torch.optim.Adam raises where its step size
+// lr / (1 - b1^t) passes float32's range) and fails on a finite case that cannot overflow.
+TEST(SpecialValues, ARefusalPassesOnlyWhereTheStepMayOverflow) {
+  auto impl = builtin("adam-torch");
+  reference::Case c;
+  c.n = c.d = c.k = 1;
+  c.kernel = {0.0f};
+  c.bias = {0.0f};
+  c.x = {0.0f};
+  c.y = {0.0f};
+  c.lr = 0x1.fep127f;
+  c.optimizer.kind = reference::Optimizer::Kind::adam;
+  c.optimizer.b1 = 0.875f;
+  c.optimizer.b2 = 0.96875f;
+  c.optimizer.eps = 1e-8f;
+  const StepOutcome refused{.result = std::nullopt,
+                            .rejection =
+                                "RuntimeError: value cannot be converted to type float "
+                                "without overflow"};
+  const Property& p = find_property("special_values");
+  auto judge = [&](const reference::Case& k) {
+    Context ctx(impl->declaration());
+    Observations obs;
+    return p.judge(ctx, k, std::span<const StepOutcome>(&refused, 1), obs);
+  };
+  EXPECT_EQ(judge(c).kind, Judgement::Kind::pass);
+  reference::Case fits = c;
+  fits.lr = 0.5f;
+  const Judgement j = judge(fits);
+  ASSERT_EQ(j.kind, Judgement::Kind::fail);
+  EXPECT_TRUE(contains(j.message, "rejected a case with finite inputs that cannot overflow"))
+      << j.message;
+}
+
 // Each storage names its own wrong counter and no other; a right counter names nothing.
 TEST(Diagnosis, CounterClasses) {
   auto only = [](std::int64_t before, std::int64_t after, std::int64_t want) {

@@ -71,6 +71,17 @@ TEST(Check, OverflowIsAllowedOnlyWhereItCanHappen) {
   EXPECT_FALSE(check_element(INFINITY, small.loss[0]).ok);
 }
 
+// A step may be refused where it reads a non-finite input or some output may overflow
+// (an overflow trapped), and nowhere else.
+TEST(Check, ARefusalIsAllowedOnlyWhereAnInputIsNonFiniteOrAnOutputMayOverflow) {
+  const Case ordinary = one_by_one(1.0f, 0.0f, 1.0f, 0.0f, 1.0f);
+  EXPECT_FALSE(refusal_allowed(ordinary, expect(ordinary)));
+  const Case nan = one_by_one(NAN, 0.0f, 1.0f, 0.0f, 1.0f);
+  EXPECT_TRUE(refusal_allowed(nan, expect(nan)));
+  const Case overflows = one_by_one(1e30f, 0.0f, 1e30f, 0.0f, 1.0f);
+  EXPECT_TRUE(refusal_allowed(overflows, expect(overflows)));
+}
+
 TEST(Check, SignedZerosAreEqual) {
   const Expectation e = expect(one_by_one(0.0f, 0.0f, 0.0f, 0.0f, 1.0f));
   EXPECT_TRUE(check_element(-0.0f, e.kernel[0]).ok);

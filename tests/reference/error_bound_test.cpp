@@ -335,6 +335,95 @@ TEST(ErrorBound, NoUpdateBoundWhereTheCorrectedSecondMomentMayOverflow) {
   }
 }
 
+// A zero gradient at lr = 0x1.fep127: the exact update is 0, but torch's step size
+// lr / (1 - b1^t), formed in double and converted to float32 as addcdiv's scalar, is +inf
+// past float32's range (real torch.optim.Adam raises there), and inf 0 is NaN. The
+// parameters may overflow; with lr 2^100 the step size fits and they may not. Adagrad's
+// step size is lr itself: at the same lr nothing may overflow.
+TEST(ErrorBound, AdamsStepSizeMayOverflowAsTorchFormsIt) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.x = {0.0f};
+  c.y = {0.0f};
+  c.kernel = {0.0f};
+  c.bias = {0.0f};
+  c.lr = 0x1.fep127f;
+  c.optimizer.kind = Optimizer::Kind::adam;
+  c.optimizer.b1 = 0x1.ff752ep-1f;  // bc1 = 1 - b1 at the first step, about 1e-3
+  c.optimizer.b2 = 0x1.feb0b8p-1f;
+  c.optimizer.eps = 0x1.330c3ap-37f;
+  const Expectation e = expect(c);
+  for (Output o : {Output::kernel, Output::bias}) {
+    EXPECT_TRUE(e[o][0].may_overflow) << to_string(o);
+    EXPECT_EQ(e[o][0].rounded, 0.0f) << to_string(o);
+  }
+  for (Output o : {Output::loss, Output::grad_kernel, Output::momentum_kernel})
+    EXPECT_FALSE(e[o][0].may_overflow) << to_string(o);
+  // torch's form as IEEE arithmetic runs it gives NaN; optax's gives 0: both accepted.
+  for (const char* name : {"adam-torch", "adam-optax"}) {
+    const auto impl = conformance::builtin::make(conformance::builtin::find(name));
+    const StepResult r = *impl->step(c).result;
+    EXPECT_TRUE(check_element(r.kernel[0], e.kernel[0]).ok) << name;
+    EXPECT_TRUE(check_element(r.bias[0], e.bias[0]).ok) << name;
+  }
+  EXPECT_TRUE(std::isnan(conformance::builtin::make(conformance::builtin::find("adam-torch"))
+                             ->step(c)
+                             .result->kernel[0]));
+
+  Case fits = c;
+  fits.lr = 0x1p100f;  // lr / bc1 about 2^110
+  const Expectation f = expect(fits);
+  EXPECT_FALSE(f.kernel[0].may_overflow);
+  EXPECT_FALSE(check_element(NAN, f.kernel[0]).ok);
+
+  // AdamW's 1 - lr wd is a scalar too: lr wd = 2^129 passes the range with lr below it.
+  Case decoupled = fits;
+  decoupled.lr = 0x1p127f;
+  decoupled.optimizer.b1 = 0.0f;  // bc1 = 1: the step size is lr, within range
+  decoupled.optimizer.weight_decay = 4.0f;
+  decoupled.optimizer.decay = Optimizer::Decay::decoupled;
+  EXPECT_TRUE(expect(decoupled).kernel[0].may_overflow);
+  decoupled.optimizer.decay = Optimizer::Decay::coupled;  // wd p = 0 with p = 0
+  EXPECT_FALSE(expect(decoupled).kernel[0].may_overflow);
+
+  Case adagrad = c;
+  adagrad.optimizer = Optimizer{};
+  adagrad.optimizer.kind = Optimizer::Kind::adagrad;
+  adagrad.optimizer.eps = 0x1p-20f;
+  EXPECT_FALSE(expect(adagrad).kernel[0].may_overflow);
+}
+
+// At lr = 2^-149 torch's step size lr / (1 - b1) is subnormal as float32: rounded to the
+// subnormal grid, it is off by up to 2^-150, which the update multiplies by m' / D = 2e8.
+// torch's form (adam-torch, as real torch.optim.AdamW computes it) is accepted.
+TEST(ErrorBound, AdamsStepSizeMayBeSubnormal) {
+  Case c;
+  c.n = c.d = c.k = 1;
+  c.x = {0.0f};
+  c.y = {0.0f};
+  c.kernel = {0.0f};
+  c.bias = {0.0f};
+  c.lr = 0x1p-149f;
+  c.optimizer.kind = Optimizer::Kind::adam;
+  c.optimizer.b1 = 0x1.ff600ap-1f;
+  c.optimizer.b2 = 0x1.fe853ep-1f;
+  c.optimizer.eps = 0x1.5798eep-27f;
+  c.optimizer.weight_decay = 0x1.d1p-7f;
+  c.optimizer.decay = Optimizer::Decay::decoupled;
+  c.momentum_kernel = {2.0f};
+  c.momentum_bias = {0.0f};
+  c.second_moment_kernel = {0.0f};
+  c.second_moment_bias = {0.0f};
+  const Expectation e = expect(c);
+  const auto impl = conformance::builtin::make(conformance::builtin::find("adam-torch"));
+  const StepResult r = *impl->step(c).result;
+  const ElementCheck k = check_element(r.kernel[0], e.kernel[0]);
+  EXPECT_TRUE(k.ok) << "kernel " << r.kernel[0] << ": " << k.ratio << " x bound";
+  // The step size's rounding is most of the error: 0.48 of the bound, 1.2 times the bound
+  // without its term.
+  EXPECT_GT(k.ratio, 0.4);
+}
+
 // Real flush-to-zero arithmetic (MXCSR FTZ and DAZ) on subnormal-heavy inputs: accepted
 // under the declared ftz policy.
 TEST(ErrorBound, FlushToZeroWithinFtzBound) {

@@ -202,6 +202,19 @@ std::vector<Fixture> canonical_fixtures() {
         "Adam's first step with coupled decay (torch.optim.Adam's) and eps_root 2^-16 inside "
         "the square root (optax's): the moments start from zero (format version 2)",
         c));
+    // Adam's first step at lr 0x1.fep127 with a zero gradient (y = b, x = 0): the update is
+    // 0, but torch's step size lr / (1 - b1) = 8 lr passes float32's range, so the
+    // parameters may be NaN, or the step refused (docs/error-model.md, section 7).
+    reference::Case z = make(2, 2, 2, 1, 0x1.fep127f, pattern(4, 3, 5), {0.5f, -0.25f},
+                             std::vector<float>(4, 0.0f), {0.5f, -0.25f, 0.5f, -0.25f});
+    z.optimizer = c.optimizer;
+    z.optimizer.eps_root = 0.0f;
+    z.optimizer.weight_decay = 0.0f;  // nothing added to the zero gradient
+    out.push_back(canonical("adam-step-size-overflows",
+                            "Adam's first step at lr 0x1.fep127 with a zero gradient: torch's step "
+                            "size lr / (1 - b1) passes float32's range, so the parameters may "
+                            "overflow (NaN) or the step be refused (format version 2)",
+                            z));
   }
   {
     // Adagrad as torch.optim.Adagrad runs it: eps outside the root, coupled decay, a carried

@@ -515,6 +515,22 @@ TEST(Replay, ConformingBuiltinsPassAndMutantsFail) {
   EXPECT_EQ(r.failures[0].rfind("kernel[0]: got 1.5", 0), 0u) << r.failures[0];
 }
 
+// A refusal replays as the suite judges it: accepted where an output may overflow (torch
+// raises where Adam's step size passes float32's range), a failure on a finite fixture
+// that cannot overflow.
+TEST(Replay, ARefusalPassesOnlyWhereTheStepMayOverflow) {
+  const properties::Declaration d = builtin("adam-torch")->declaration();
+  const properties::StepOutcome refused{
+      .result = std::nullopt,
+      .rejection = "RuntimeError: value cannot be converted to type float without overflow"};
+  EXPECT_TRUE(judge_replay(canonical("adam-step-size-overflows"), refused, d).passed);
+  const ReplayOutcome r = judge_replay(canonical("adamw-carried-state"), refused, d);
+  EXPECT_FALSE(r.passed);
+  ASSERT_FALSE(r.failures.empty());
+  EXPECT_EQ(r.failures[0].rfind("rejected a case with finite inputs that cannot overflow", 0), 0u)
+      << r.failures[0];
+}
+
 // Flushes subnormal outputs to zero, declaring `declared`.
 class Flushing : public properties::Implementation {
  public:

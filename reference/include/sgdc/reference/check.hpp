@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "sgdc/reference/case.hpp"
 #include "sgdc/reference/expectation.hpp"
 
 namespace sgdc::reference {
@@ -30,5 +31,10 @@ struct ElementCheck {
 /// the bound; non-finite where a non-finite input or a possible overflow allows it, or
 /// equal to the correctly rounded infinity.
 ElementCheck check_element(float actual, const Expected& e);
+
+/// Whether a step may refuse the case instead of returning results (docs/error-model.md,
+/// "Verdict"): some input is NaN or +-inf, or some output may overflow (an overflow
+/// trapped rather than rounded to +-inf, as torch traps a scalar's).
+bool refusal_allowed(const Case& c, const Expectation& e);
 
 }  // namespace sgdc::reference
