@@ -150,7 +150,10 @@ StagedGradients staged_gradients(const Case& c, const ErrorModel& model) {
       const double y = c.y[e];
       Interval r = widen(out.lo - y, out.hi - y, 0.0);
       r = widen(r.lo, r.hi, (u + double_u) * r.magnitude() + eta);
-      if (!r.finite() || !(2.0 * magnitude[j] * (1.0 + u) < float32_max)) {
+      // The sum's partial results, or the residual (S2) itself where out and y are both
+      // within range, may pass float32's largest value.
+      if (!r.finite() || !(r.magnitude() < float32_max) ||
+          !(2.0 * magnitude[j] * (1.0 + u) < float32_max)) {
         gout_over[e] = 1;
         continue;
       }

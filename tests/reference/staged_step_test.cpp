@@ -318,6 +318,34 @@ TEST(Stages, SoundForEveryStrategyAndTheNearestWrongStagesRejected) {
 // The optimizer from the staged gradients' centres: the certified double words
 // (expect) and the exact rationals (expect_exact) give the same bits and bounds, for
 // every optimizer, clipped or not, master weights float32 or bfloat16.
+// The residual out - y (S2) passes float32's range where out and y do not: b = -2^120
+// and y = 2^128 - 2^120 make r = -2^128, +-inf in float32, and the kernel's gradient
+// x^T g = 0 inf is NaN. Its column's gradients and the loss may overflow; with
+// y = 2^126 the residual is within range and the gradients may not (the loss, r^2, may).
+TEST(Stages, AResidualPastTheRangeMayOverflow) {
+  Case c;
+  c.n = 2;
+  c.d = 1;
+  c.k = 2;
+  c.x = {0.0f, 0.0f};
+  c.kernel = {0.0f, 0.0f};
+  c.bias = {0.0f, -0x1p120f};
+  c.y = {0.0f, 0x1.fep127f, -1.0f, 0.0f};
+  c.lr = 0.0f;
+  ErrorModel model;
+  model.stages = {.param = bfloat16};
+  const Expectation e = expect(c, model);
+  EXPECT_TRUE(e.loss[0].may_overflow);
+  EXPECT_TRUE(e.grad_kernel[1].may_overflow);
+  EXPECT_TRUE(e.grad_bias[1].may_overflow);
+  EXPECT_FALSE(e.grad_kernel[0].may_overflow);  // column 0's residuals are 0 and 1
+  Case within = c;
+  within.y[1] = 0x1p126f;
+  const Expectation f = expect(within, model);
+  EXPECT_FALSE(f.grad_kernel[1].may_overflow);
+  EXPECT_FALSE(f.grad_bias[1].may_overflow);
+}
+
 TEST(Stages, CertifiedOptimizerAgreesWithExact) {
   properties::CaseSpace space;
   space.max_shards = 4;
