@@ -28,12 +28,26 @@ constexpr std::size_t max_listed = 5;
 bool always(const Declaration&) { return true; }
 
 // The result of a step of a valid case; a rejection or a malformed result is the failure.
+// A rejection the special values allow (an overflow trapped, docs/error-model.md section
+// 7, as a declared lr near float32's largest makes torch's Adam raise) judges nothing:
+// the case is discarded, and the report counts it with the rejection's message.
 struct Checked {
   const StepResult* result = nullptr;
   std::string failure;
+  bool allowed_refusal = false;
+  // Where there is no result: the discard, or the failure after `where`.
+  Judgement verdict(const std::string& where = {}) const {
+    if (allowed_refusal)
+      return Judgement::discard("refused where an overflow may trap or an input is not finite: " +
+                                failure);
+    return Judgement::fail(where + failure);
+  }
 };
-Checked checked(const Context& ctx, const Case& c, const StepOutcome& out) {
-  if (!out.result) return {nullptr, "rejected a valid case: " + out.rejection};
+Checked checked(Context& ctx, const Case& c, const StepOutcome& out) {
+  if (!out.result) {
+    if (reference::refusal_allowed(c, ctx.expect(c))) return {nullptr, out.rejection, true};
+    return {nullptr, "rejected a valid case: " + out.rejection};
+  }
   if (auto why = malformed(*out.result, c, ctx.declaration())) return {nullptr, *why};
   return {&*out.result, {}};
 }
@@ -117,7 +131,7 @@ Plan step_as_drawn(Context&, const Case& c) { return Plan::step({c}); }
 Judgement accuracy(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                    Observations& obs) {
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
   return fail_with(fmt::format("{} outside the derived bound:", elements(bad.size())),
@@ -151,8 +165,7 @@ Judgement shard_invariance(Context& ctx, const Case& c, std::span<const StepOutc
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const Case sharded_case = with_shards(c, counts[i]);
     const Checked r = checked(ctx, sharded_case, out[i]);
-    if (!r.result)
-      return Judgement::fail(fmt::format("with num_shards={}: {}", counts[i], r.failure));
+    if (!r.result) return r.verdict(fmt::format("with num_shards={}: ", counts[i]));
     if (sharded) {
       const auto bad = compare(*r.result, ctx.expect(sharded_case), &obs);
       if (!bad.empty())
@@ -216,7 +229,7 @@ Plan pre_update_loss_plan(Context& ctx, const Case& c) {
 Judgement pre_update_loss(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                           Observations& obs) {
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const reference::Expected& pre = ctx.expect(c).loss[0];
   const reference::Expected& post = ctx.expect(after_update(c, ctx.expect(c))).loss[0];
   const float loss = r.result->loss[0];
@@ -263,7 +276,7 @@ std::vector<std::string> inconsistent_updates(const Case& c, const StepResult& r
 Judgement update_rule(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                       Observations& obs) {
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const StepResult& res = *r.result;
   const reference::Expectation& e = ctx.expect(c);
   constexpr Output parameters[] = {Output::kernel, Output::bias};
@@ -336,8 +349,7 @@ Judgement training(Context& ctx, const Case& drawn, std::span<const StepOutcome>
   Case c = drawn;
   for (std::size_t t = 0; t < out.size(); ++t) {
     const Checked r = checked(ctx, c, out[t]);
-    if (!r.result)
-      return Judgement::fail(fmt::format("step {} of {}: {}", t + 1, steps, r.failure));
+    if (!r.result) return r.verdict(fmt::format("step {} of {}: ", t + 1, steps));
     if (t + 1 < out.size()) {
       c = next_case(ctx.declaration(), c, *r.result);
       try {
@@ -387,9 +399,9 @@ Plan twice(Context&, const Case& c) { return Plan::step({c, c}); }
 Judgement determinism(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                       Observations&) {
   const Checked a = checked(ctx, c, out[0]);
-  if (!a.result) return Judgement::fail(a.failure);
+  if (!a.result) return a.verdict();
   const Checked b = checked(ctx, c, out[1]);
-  if (!b.result) return Judgement::fail(b.failure);
+  if (!b.result) return b.verdict();
   if (auto diff = first_difference(*a.result, *b.result)) {
     std::vector<std::string> suspects =
         suspected_between_calls(c, *a.result, *b.result, ctx.expect(c));
@@ -404,7 +416,7 @@ Judgement determinism(Context& ctx, const Case& c, std::span<const StepOutcome> 
 Judgement step_counter(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                        Observations&) {
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const reference::Counter& counter = ctx.declaration().counter;
   const std::int64_t want = reference::next_count(counter, c.step);
   const auto step = r.result->step;
@@ -436,7 +448,7 @@ Judgement zero_lr(Context& ctx, const Case& drawn, std::span<const StepOutcome> 
                   Observations&) {
   const Case c = without_lr(drawn);
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   // Master weights narrower than float32 hold p as that format rounds it.
   const reference::Format& master = ctx.declaration().arithmetic.stages.master;
   auto same = [&master](const std::vector<float>& p, const std::vector<float>& q,
@@ -487,7 +499,7 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
                            out[0].rejection);
   }
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const auto bad = compare(*r.result, ctx.expect(c), &obs);
   if (bad.empty()) return Judgement::pass();
   // Name the policy only where a special value is involved; otherwise the elements are
@@ -518,7 +530,7 @@ Judgement special_values(Context& ctx, const Case& c, std::span<const StepOutcom
 Judgement placement(Context& ctx, const Case& c, std::span<const StepOutcome> out,
                     Observations& obs) {
   const Checked r = checked(ctx, c, out[0]);
-  if (!r.result) return Judgement::fail(r.failure);
+  if (!r.result) return r.verdict();
   const std::vector<reference::ShardPart>& shards = *r.result->shards;
   const sharding::PlacementRule rule = ctx.declaration().capabilities.placement;
   // The optimizer's parameter-sized state tensors, as the optimizer table has them: the

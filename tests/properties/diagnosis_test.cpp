@@ -549,7 +549,7 @@ TEST(SpecialValues, BlamesThePolicyOnlyWhereASpecialValueIsInvolved) {
 
 // A refusal passes where an overflow may trap (torch.optim.Adam raises where its step size
 // lr / (1 - b1^t) passes float32's range) and fails on a finite case that cannot overflow.
-TEST(SpecialValues, ARefusalPassesOnlyWhereTheStepMayOverflow) {
+TEST(Refusals, AllowedOnlyWhereTheStepMayOverflow) {
   auto impl = builtin("adam-torch");
   reference::Case c;
   c.n = c.d = c.k = 1;
@@ -579,6 +579,20 @@ TEST(SpecialValues, ARefusalPassesOnlyWhereTheStepMayOverflow) {
   ASSERT_EQ(j.kind, Judgement::Kind::fail);
   EXPECT_TRUE(contains(j.message, "rejected a case with finite inputs that cannot overflow"))
       << j.message;
+  // The other properties judge nothing from such a refusal (a declared lr near float32's
+  // largest reaches them too): the case is discarded, the rejection its reason; a refusal
+  // of a case that cannot overflow fails each.
+  for (const char* name : {"accuracy", "update_rule", "training"}) {
+    const Property& q = find_property(name);
+    Context ctx(impl->declaration());
+    Observations obs;
+    const Judgement d = q.judge(ctx, c, std::span<const StepOutcome>(&refused, 1), obs);
+    EXPECT_EQ(d.kind, Judgement::Kind::discard) << name << ": " << d.message;
+    EXPECT_TRUE(contains(d.message, "value cannot be converted")) << name << ": " << d.message;
+    const Judgement f = q.judge(ctx, fits, std::span<const StepOutcome>(&refused, 1), obs);
+    ASSERT_EQ(f.kind, Judgement::Kind::fail) << name;
+    EXPECT_TRUE(contains(f.message, "rejected a valid case")) << name << ": " << f.message;
+  }
 }
 
 // Each storage names its own wrong counter and no other; a right counter names nothing.
